@@ -1,0 +1,4 @@
+"""The curators' admin, one module per model. Saves go through the same services as the API and
+the imports."""
+
+from lessons.admin import lessons, memories, teams  # noqa: F401  (registers the admin classes)

@@ -1,0 +1,75 @@
+from django.contrib import admin
+
+from lessons.admin.common import changed_values
+from lessons.models import Memory
+from lessons.services import memories as memory_services
+
+
+class MemoryCurrentFilter(admin.SimpleListFilter):
+    title = "version"
+    parameter_name = "version_state"
+
+    def lookups(self, request, model_admin):
+        return (("current", "Current memories"), ("earlier", "Earlier versions"))
+
+    def queryset(self, request, queryset):
+        if self.value() == "current":
+            return queryset.filter(current_version__isnull=True)
+        if self.value() == "earlier":
+            return queryset.filter(current_version__isnull=False)
+        return queryset
+
+
+class EarlierVersionInline(admin.TabularInline):
+    model = Memory
+    fk_name = "current_version"
+    verbose_name = "earlier version"
+    verbose_name_plural = "earlier versions"
+    fields = ("version", "content", "details", "updated_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    ordering = ("-version",)
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    list_display = ("content", "team", "importance", "categories", "people", "version", "occurred_at")
+    list_filter = (MemoryCurrentFilter, "team", "importance")
+    search_fields = ("content", "details", "external_id", "people", "categories", "emotions")
+    list_select_related = ("team",)
+    readonly_fields = ("version", "created_at", "updated_at", "embedding_model", "embedded_at", "content_hash")
+    inlines = (EarlierVersionInline,)
+    fieldsets = (
+        (None, {"fields": ("team", "external_id", "content", "details")}),
+        ("About", {"fields": ("categories", "importance", "people", "emotions", "occurred_at")}),
+        ("Embedding", {"fields": ("embedding_model", "embedded_at", "content_hash"), "classes": ("collapse",)}),
+        ("History", {"fields": ("version", "created_at", "updated_at")}),
+    )
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        # The list shows current memories unless the version filter asks for earlier ones.
+        if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
+            if "version_state" not in request.GET:
+                queryset = queryset.filter(current_version__isnull=True)
+        return queryset
+
+    def has_change_permission(self, request, obj=None):
+        if obj is not None and not obj.is_current:
+            return False  # earlier versions are history: read-only
+        return super().has_change_permission(request, obj)
+
+    def save_model(self, request, obj, form, change):
+        fields = {name: form.cleaned_data[name] for name in memory_services.EDITABLE_FIELDS if name in form.cleaned_data}
+        if change:
+            memory_services.memory_update(memory=obj, **changed_values(form))
+        else:
+            created = memory_services.memory_create(team=form.cleaned_data["team"], **fields)
+            obj.__dict__.update(created.__dict__)  # the admin goes on with the saved row
+
+    def delete_model(self, request, obj):
+        memory_services.memory_delete(memory=obj)

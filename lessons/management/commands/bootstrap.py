@@ -1,0 +1,45 @@
+"""First-start set-up used by `make run`: migrations, the demo data, and (in development) a local
+admin account whose random password is printed once."""
+
+import secrets
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from lessons.models import Team
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "demo_data"
+DEMO_TEAM = "demo"
+
+
+class Command(BaseCommand):
+    help = "Apply migrations, load the demo data on first start, create a local admin in development."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--no-demo", action="store_true", help="Do not load the demo data.")
+
+    def handle(self, *args, no_demo, **options):
+        call_command("migrate", interactive=False, verbosity=0)
+        self.stdout.write("Database migrated.")
+        if not no_demo and not Team.objects.filter(slug=DEMO_TEAM).exists():
+            self.stdout.write(f"First start: loading the demo data into team {DEMO_TEAM!r}...")
+            call_command("import_lessons", str(DEMO_DIR / "lessons.jsonl"), team=DEMO_TEAM)
+            call_command("import_memories", str(DEMO_DIR / "memories.jsonl"), team=DEMO_TEAM)
+        if settings.DEBUG:
+            self._create_local_admin()
+
+    def _create_local_admin(self):
+        users = get_user_model()
+        if users.objects.filter(is_superuser=True).exists():
+            return
+        password = secrets.token_urlsafe(12)
+        users.objects.create_superuser(username="admin", email="admin@localhost", password=password)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Created a local admin account. Sign in at http://127.0.0.1:8000/admin/ as "
+                f"'admin' with password: {password}  (shown only this once)"
+            )
+        )

@@ -1,0 +1,250 @@
+"""The data model: teams (tenants), lessons learned, and personal memories with their versions.
+
+Lessons and memories both carry the same embedding columns (see `EmbeddedMixin`) and a stored,
+weighted full-text search vector that PostgreSQL keeps current (`GeneratedField`), so neither
+the keyword nor the semantic index needs an update command.
+"""
+
+import re
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Func, Q
+from pgvector.django import HnswIndex, VectorField
+
+EMBEDDING_DIMENSIONS = 384
+SHORT_TERM_LENGTH = 64
+
+# Case is accepted here because the services lowercase these terms before saving.
+short_term_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9+#._ -]*$",
+    "Use letters, digits and + # . _ - (start with a letter or digit).",
+    flags=re.IGNORECASE,
+)
+
+
+class ArrayAsText(Func):
+    """`lessons_array_as_text(array)`: an IMMUTABLE array_to_string, created by migration 0001.
+
+    PostgreSQL marks array_to_string STABLE, and a generated column may only use immutable
+    functions, so tags and tech stacks reach the search vector through this wrapper.
+    """
+
+    function = "lessons_array_as_text"
+    output_field = models.TextField()
+
+
+def short_terms_field(**kwargs):
+    return ArrayField(
+        models.CharField(max_length=SHORT_TERM_LENGTH, validators=[short_term_validator]),
+        default=list,
+        blank=True,
+        **kwargs,
+    )
+
+
+class Team(models.Model):
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self):
+        return self.name or self.slug
+
+
+class EmbeddingStatus(models.TextChoices):
+    FRESH = "fresh", "Fresh"
+    STALE = "stale", "Stale"
+    MISSING = "missing", "Missing"
+
+
+class EmbeddedMixin(models.Model):
+    """Embedding columns shared by lessons and memories.
+
+    `content_hash` is the SHA-256 of the model name and the embedded text at the time of
+    embedding: a row is stale when its current text (or the configured model) hashes differently.
+    """
+
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True, editable=False)
+    embedding_model = models.CharField(max_length=200, blank=True, default="", editable=False)
+    content_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    embedded_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        abstract = True
+
+
+class LessonCategory(models.TextChoices):
+    """The categories the product knows; the field accepts others (it is extensible)."""
+
+    ARCHITECTURE = "architecture"
+    SECURITY = "security"
+    DATABASE = "database"
+    FRONTEND = "frontend"
+    BACKEND = "backend"
+    TESTING = "testing"
+    DEPLOYMENT = "deployment"
+    PERFORMANCE = "performance"
+    WORKFLOW = "workflow"
+
+
+class LessonStatus(models.TextChoices):
+    PROPOSED = "proposed"
+    CONFIRMED = "confirmed"
+    REJECTED = "rejected"
+
+
+class Lesson(EmbeddedMixin):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="lessons")
+    external_id = models.CharField(max_length=200, null=True, blank=True)
+    title = models.CharField(max_length=300)
+    description = models.TextField(blank=True, default="")
+    context = models.TextField(blank=True, default="")
+    recommendation = models.TextField(blank=True, default="")
+    category = models.CharField(
+        max_length=SHORT_TERM_LENGTH,
+        default=LessonCategory.WORKFLOW,
+        validators=[short_term_validator],
+        help_text="One of " + ", ".join(LessonCategory.values) + ", or a new lowercase category.",
+    )
+    confidence = models.FloatField(default=0.5, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    frequency = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    project_types = short_terms_field()
+    tech_stacks = short_terms_field()
+    tags = short_terms_field()
+    status = models.CharField(max_length=20, choices=LessonStatus.choices, default=LessonStatus.CONFIRMED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    # Title and exact terms weigh most; tags, tech stacks and category are indexed unstemmed
+    # ('simple') so that `nextjs` or `rls` match exactly.
+    search_vector = models.GeneratedField(
+        expression=(
+            SearchVector("title", weight="A", config="english")
+            + SearchVector(ArrayAsText("tags"), weight="A", config="simple")
+            + SearchVector(ArrayAsText("tech_stacks"), weight="A", config="simple")
+            + SearchVector("category", weight="A", config="simple")
+            + SearchVector("description", weight="B", config="english")
+            + SearchVector("recommendation", weight="B", config="english")
+            + SearchVector("context", weight="C", config="english")
+            + SearchVector(ArrayAsText("project_types"), weight="C", config="simple")
+        ),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "external_id"], name="lesson_external_id_unique_per_team"),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0.0) & Q(confidence__lte=1.0), name="lesson_confidence_0_to_1"
+            ),
+            models.CheckConstraint(condition=Q(frequency__gte=1), name="lesson_frequency_at_least_1"),
+            models.CheckConstraint(condition=Q(status__in=LessonStatus.values), name="lesson_status_known"),
+            models.CheckConstraint(condition=~Q(title=""), name="lesson_title_not_empty"),
+        ]
+        indexes = [
+            models.Index(fields=["team", "status", "category"], name="lesson_team_status_category"),
+            models.Index(fields=["team", "-updated_at"], name="lesson_team_recent"),
+            GinIndex(fields=["search_vector"], name="lesson_search_vector_gin"),
+            GinIndex(fields=["tech_stacks"], name="lesson_tech_stacks_gin"),
+            GinIndex(fields=["project_types"], name="lesson_project_types_gin"),
+            GinIndex(fields=["tags"], name="lesson_tags_gin"),
+            HnswIndex(
+                name="lesson_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self):
+        return self.title
+
+
+class Memory(EmbeddedMixin):
+    """A personal memory. The row with `current_version` NULL is the memory as it stands now; each
+    earlier text is kept as a row of its own pointing at it (with its own embedding), so that a
+    search can look across versions."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memories")
+    external_id = models.CharField(max_length=200, null=True, blank=True)
+    content = models.TextField(help_text="The short form.")
+    details = models.TextField(blank=True, default="", help_text="The full form.")
+    categories = short_terms_field(help_text="person, emotion, interest, event, ... (extensible)")
+    importance = models.PositiveSmallIntegerField(
+        default=5, validators=[MinValueValidator(1), MaxValueValidator(10)]
+    )
+    people = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    emotions = short_terms_field()
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1, editable=False)
+    current_version = models.ForeignKey(
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="previous_versions",
+        help_text="Set on an earlier version: the memory it was superseded by.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    search_vector = models.GeneratedField(
+        expression=(
+            SearchVector("content", weight="A", config="english")
+            + SearchVector(ArrayAsText("people"), weight="A", config="simple")
+            + SearchVector(ArrayAsText("categories"), weight="A", config="simple")
+            + SearchVector(ArrayAsText("emotions"), weight="A", config="simple")
+            + SearchVector("details", weight="B", config="english")
+        ),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        verbose_name_plural = "memories"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "external_id"],
+                condition=Q(current_version__isnull=True),
+                name="memory_external_id_unique_per_team",
+            ),
+            models.CheckConstraint(
+                condition=Q(importance__gte=1) & Q(importance__lte=10), name="memory_importance_1_to_10"
+            ),
+            models.CheckConstraint(condition=Q(version__gte=1), name="memory_version_at_least_1"),
+            models.CheckConstraint(condition=~Q(content=""), name="memory_content_not_empty"),
+        ]
+        indexes = [
+            models.Index(fields=["team", "current_version", "-updated_at"], name="memory_team_recent"),
+            models.Index(fields=["team", "occurred_at"], name="memory_team_occurred"),
+            GinIndex(fields=["search_vector"], name="memory_search_vector_gin"),
+            GinIndex(fields=["categories"], name="memory_categories_gin"),
+            GinIndex(fields=["emotions"], name="memory_emotions_gin"),
+            GinIndex(fields=["people"], name="memory_people_gin"),
+            HnswIndex(
+                name="memory_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self):
+        return self.content[:80]
+
+    @property
+    def is_current(self) -> bool:
+        return self.current_version_id is None

@@ -1,0 +1,88 @@
+"""The search engine's contract: what callers ask (`SearchRequest`) and what they get back
+(`SearchResponse`). The API, the admin, the commands and the evaluation build a request and call
+`lessons.search.search(request=...)`; nothing else ranks."""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from lessons.models import Team
+
+Kind = Literal["lessons", "memories"]
+Mode = Literal["hybrid", "semantic", "text"]
+Fusion = Literal["weighted", "rrf"]
+
+KINDS: tuple[str, ...] = ("lessons", "memories")
+MODES: tuple[str, ...] = ("hybrid", "semantic", "text")
+FUSIONS: tuple[str, ...] = ("weighted", "rrf")
+MAX_LIMIT = 100
+MAX_QUERY_CHARS = 2_000
+MAX_CONTEXT_CHARS = 50_000
+
+
+class SearchRequestError(ValueError):
+    """A request the engine cannot run; `field` names the culprit for a 4xx answer."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Hard filters, applied inside both legs' SQL (never after ranking)."""
+
+    statuses: tuple[str, ...] = ("confirmed",)  # lessons only
+    categories: tuple[str, ...] = ()  # lessons: category IN; memories: categories overlap
+    phase: str | None = None  # lessons: mapped to categories by settings.SEARCH_PHASE_CATEGORIES
+    tech_stacks: tuple[str, ...] = ()  # lessons: overlap
+    project_types: tuple[str, ...] = ()  # lessons: overlap
+    tags: tuple[str, ...] = ()  # lessons: overlap
+    min_importance: int | None = None  # memories
+    people: tuple[str, ...] = ()  # memories: overlap (case-insensitive)
+    emotions: tuple[str, ...] = ()  # memories: overlap
+    since: datetime | None = None  # memories: occurred_at (else created_at); lessons: updated_at
+    until: datetime | None = None
+    include_versions: bool = False  # memories: also earlier versions of each memory
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    team: Team
+    query: str = ""
+    kind: Kind = "lessons"
+    mode: Mode = "hybrid"
+    limit: int = 10
+    context: str = ""  # the caller's situation (editor contents, file, conversation)
+    filters: SearchFilters = field(default_factory=SearchFilters)
+    # Who is asking: scored as metadata overlap (and the tech-stack penalty), not filtered on.
+    tech_stack: tuple[str, ...] = ()
+    project_type: str | None = None
+    fusion: Fusion = "weighted"
+    weights: dict[str, float] | None = None  # {"semantic", "keyword", "quality"}; None: settings
+    similarity_floor: float | None = None  # None: settings.SEARCH_SIMILARITY_FLOOR
+    explain: bool = False
+
+
+@dataclass
+class SearchHit:
+    id: int
+    external_id: str | None
+    kind: str  # "lesson" | "memory"
+    fields: dict  # the row's fields, never the embedding
+    score: float  # 0..1
+    relevance: str  # "high" | "medium" | "low"
+    found_by: list[str]  # "primary" and/or "contextual"
+    explanation: dict | None = None  # with explain: semantic, keyword (+ matched terms), metadata, quality, penalty
+
+
+@dataclass
+class SearchResponse:
+    mode: str
+    degraded: bool
+    degraded_reason: str | None
+    fallback: str | None  # None, or "recency" when no query or nothing was found
+    timings_ms: dict[str, float]
+    results: list[SearchHit]
+    candidates: dict[str, int] = field(default_factory=dict)  # per leg, and duplicates removed

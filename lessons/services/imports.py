@@ -1,0 +1,241 @@
+"""Importing lessons and memories from JSON Lines, one object a line.
+
+Each line is checked and written in a transaction of its own: a bad line (broken JSON, a missing
+title, a confidence of 7) is reported with its number and reason and leaves nothing behind, while
+the good lines are imported. Importing the same file again changes nothing: rows are matched on
+`external_id` (or, when a line has none, on its exact text).
+"""
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils.dateparse import parse_datetime
+
+from lessons.models import Lesson, Memory, Team
+from lessons.services import lessons as lesson_services
+from lessons.services import memories as memory_services
+from lessons.services.teams import team_get_or_create
+
+
+class LineError(ValueError):
+    """A line that cannot be imported; the message says why."""
+
+
+@dataclass
+class ImportReport:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def summary(self) -> str:
+        return (
+            f"{self.created} created, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{len(self.errors)} failed"
+        )
+
+
+# --- field readers: each returns a clean value or raises LineError naming the field ---------
+
+
+def _text(data: dict, name: str, *, required: bool = False, default: str = "") -> str:
+    value = data.get(name)
+    if value is None:
+        if required:
+            raise LineError(f"{name}: this field is required")
+        return default
+    if not isinstance(value, str):
+        raise LineError(f"{name}: expected a string, got {type(value).__name__}")
+    if required and not value.strip():
+        raise LineError(f"{name}: this field is required")
+    return value
+
+
+def _number(data: dict, name: str, *, default, integer: bool = False):
+    value = data.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise LineError(f"{name}: expected a number, got {type(value).__name__}")
+    if integer and value != int(value):
+        raise LineError(f"{name}: expected a whole number, got {value}")
+    return int(value) if integer else float(value)
+
+
+def _strings(data: dict, name: str) -> list[str]:
+    value = data.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise LineError(f"{name}: expected a list of strings")
+    return value
+
+
+def _datetime(data: dict, name: str) -> datetime | None:
+    value = data.get(name)
+    if value in (None, ""):
+        return None
+    parsed = parse_datetime(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise LineError(f"{name}: expected an ISO-8601 date-time, got {value!r}")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _check_keys(data: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise LineError(f"unknown field(s): {', '.join(unknown)}")
+
+
+# --- lessons ---------------------------------------------------------------------------------
+
+LESSON_KEYS = set(lesson_services.EDITABLE_FIELDS)
+
+
+def _lesson_fields(data: dict) -> dict:
+    _check_keys(data, LESSON_KEYS)
+    return {
+        "external_id": _text(data, "external_id") or None,
+        "title": _text(data, "title", required=True),
+        "description": _text(data, "description"),
+        "context": _text(data, "context"),
+        "recommendation": _text(data, "recommendation"),
+        "category": _text(data, "category", default="workflow"),
+        "confidence": _number(data, "confidence", default=0.5),
+        "frequency": _number(data, "frequency", default=1, integer=True),
+        "project_types": _strings(data, "project_types"),
+        "tech_stacks": _strings(data, "tech_stacks"),
+        "tags": _strings(data, "tags"),
+        "status": _text(data, "status", default="confirmed"),
+    }
+
+
+def _import_lesson(*, team: Team, data: dict) -> str:
+    fields = _lesson_fields(data)
+    existing = _find_existing(
+        Lesson.objects.filter(team=team),
+        external_id=fields["external_id"],
+        text_match={"title": fields["title"].strip(), "description": fields["description"].strip()},
+    )
+    if existing is None:
+        lesson_services.lesson_create(team=team, **fields)
+        return "created"
+    before = existing.updated_at
+    lesson_services.lesson_update(lesson=existing, **fields)
+    return "unchanged" if existing.updated_at == before else "updated"
+
+
+# --- memories --------------------------------------------------------------------------------
+
+MEMORY_KEYS = set(memory_services.EDITABLE_FIELDS) | {"history"}
+
+
+def _memory_fields(data: dict) -> dict:
+    _check_keys(data, MEMORY_KEYS)
+    return {
+        "external_id": _text(data, "external_id") or None,
+        "content": _text(data, "content", required=True),
+        "details": _text(data, "details"),
+        "categories": _strings(data, "categories"),
+        "importance": _number(data, "importance", default=5, integer=True),
+        "people": _strings(data, "people"),
+        "emotions": _strings(data, "emotions"),
+        "occurred_at": _datetime(data, "occurred_at"),
+    }
+
+
+def _memory_history(data: dict) -> list[dict]:
+    history = data.get("history") or []
+    if not isinstance(history, list):
+        raise LineError("history: expected a list of earlier versions")
+    versions = []
+    for position, version in enumerate(history, start=1):
+        if not isinstance(version, dict):
+            raise LineError(f"history[{position}]: expected an object with content and details")
+        unknown = sorted(set(version) - {"content", "details"})
+        if unknown:
+            raise LineError(f"history[{position}]: unknown field(s): {', '.join(unknown)}")
+        try:
+            versions.append({"content": _text(version, "content", required=True), "details": _text(version, "details")})
+        except LineError as error:
+            raise LineError(f"history[{position}].{error}") from error
+    return versions
+
+
+def _import_memory(*, team: Team, data: dict) -> str:
+    fields = _memory_fields(data)
+    history = _memory_history(data)
+    existing = _find_existing(
+        Memory.objects.filter(team=team, current_version__isnull=True),
+        external_id=fields["external_id"],
+        text_match={"content": fields["content"].strip(), "details": fields["details"].strip()},
+    )
+    if existing is None:
+        # Replay the history: the first text creates the memory, each later one is a new version.
+        first, *later = [*history, {"content": fields["content"], "details": fields["details"]}]
+        memory = memory_services.memory_create(team=team, **{**fields, **first})
+        for version in later:
+            memory = memory_services.memory_update(memory=memory, **version)
+        return "created"
+    before = existing.updated_at
+    memory = memory_services.memory_update(memory=existing, **fields)
+    return "unchanged" if memory.updated_at == before else "updated"
+
+
+# --- shared ----------------------------------------------------------------------------------
+
+
+def _find_existing(queryset, *, external_id: str | None, text_match: dict):
+    if external_id:
+        return queryset.filter(external_id=external_id.strip()).first()
+    return queryset.filter(external_id__isnull=True, **text_match).first()
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, ValidationError) and hasattr(error, "message_dict"):
+        return "; ".join(
+            f"{name}: {' '.join(messages)}" if name != "__all__" else " ".join(messages)
+            for name, messages in error.message_dict.items()
+        )
+    if isinstance(error, ValidationError):
+        return " ".join(error.messages)
+    return str(error)
+
+
+def _import_lines(*, lines: Iterable[str], team: Team, import_one: Callable[..., str]) -> ImportReport:
+    report = ImportReport()
+    for number, raw_line in enumerate(lines, start=1):
+        if not raw_line.strip():
+            continue
+        try:
+            data = json.loads(raw_line)
+            if not isinstance(data, dict):
+                raise LineError(f"expected a JSON object, got {type(data).__name__}")
+            with transaction.atomic():
+                outcome = import_one(team=team, data=data)
+        except json.JSONDecodeError as error:
+            report.errors.append((number, f"broken JSON: {error.msg} (column {error.colno})"))
+            continue
+        except (LineError, ValidationError, TypeError, ValueError) as error:
+            report.errors.append((number, _describe(error)))
+            continue
+        setattr(report, outcome, getattr(report, outcome) + 1)
+    return report
+
+
+def import_lessons(*, lines: Iterable[str], team_slug: str) -> ImportReport:
+    team = team_get_or_create(slug=team_slug)
+    return _import_lines(lines=lines, team=team, import_one=_import_lesson)
+
+
+def import_memories(*, lines: Iterable[str], team_slug: str) -> ImportReport:
+    team = team_get_or_create(slug=team_slug)
+    return _import_lines(lines=lines, team=team, import_one=_import_memory)

@@ -1,0 +1,108 @@
+"""Writing lessons: create, update, delete, and the propose / accept / reject workflow."""
+
+from django.db import transaction
+
+from lessons.models import Lesson, LessonStatus, Team
+from lessons.services.common import normalise_terms
+
+TEXT_FIELDS = ("title", "description", "context", "recommendation")
+TERM_FIELDS = ("project_types", "tech_stacks", "tags")
+EDITABLE_FIELDS = (
+    "external_id",
+    *TEXT_FIELDS,
+    "category",
+    "confidence",
+    "frequency",
+    *TERM_FIELDS,
+    "status",
+)
+# A change to these changes the embedded text (see lessons.embedding.text.embedding_text).
+EMBEDDED_FIELDS = ("title", "description", "recommendation")
+
+
+def _normalised(fields: dict) -> dict:
+    clean = dict(fields)
+    for name in TEXT_FIELDS:
+        if name in clean and clean[name] is not None:
+            clean[name] = str(clean[name]).strip()
+    for name in TERM_FIELDS:
+        if name in clean:
+            clean[name] = normalise_terms(clean[name])
+    if "category" in clean and clean["category"] is not None:
+        clean["category"] = str(clean["category"]).strip().lower()
+    if "external_id" in clean:
+        clean["external_id"] = (str(clean["external_id"]).strip() or None) if clean["external_id"] else None
+    return clean
+
+
+@transaction.atomic
+def lesson_create(
+    *,
+    team: Team,
+    title: str,
+    description: str = "",
+    context: str = "",
+    recommendation: str = "",
+    category: str = "workflow",
+    confidence: float = 0.5,
+    frequency: int = 1,
+    project_types: list[str] | None = None,
+    tech_stacks: list[str] | None = None,
+    tags: list[str] | None = None,
+    status: str = LessonStatus.CONFIRMED,
+    external_id: str | None = None,
+) -> Lesson:
+    fields = _normalised(
+        {
+            "external_id": external_id,
+            "title": title,
+            "description": description,
+            "context": context,
+            "recommendation": recommendation,
+            "category": category,
+            "confidence": confidence,
+            "frequency": frequency,
+            "project_types": project_types or [],
+            "tech_stacks": tech_stacks or [],
+            "tags": tags or [],
+            "status": status,
+        }
+    )
+    lesson = Lesson(team=team, **fields)
+    lesson.full_clean()
+    lesson.save()
+    return lesson
+
+
+@transaction.atomic
+def lesson_update(*, lesson: Lesson, **changes) -> Lesson:
+    """Apply `changes` (any of EDITABLE_FIELDS); unknown names are a programming error."""
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise TypeError(f"lesson_update() got unknown fields: {', '.join(sorted(unknown))}")
+    normalised = _normalised(changes)
+    changed = [name for name, value in normalised.items() if getattr(lesson, name) != value]
+    for name in changed:
+        setattr(lesson, name, normalised[name])
+    if not changed:
+        return lesson
+    lesson.full_clean()
+    lesson.save(update_fields=[*changed, "updated_at"])
+    return lesson
+
+
+def lesson_delete(*, lesson: Lesson) -> None:
+    lesson.delete()
+
+
+def lesson_propose(*, team: Team, **fields) -> Lesson:
+    """An agent's suggestion: stored as proposed until a curator accepts or rejects it."""
+    return lesson_create(team=team, **{**fields, "status": LessonStatus.PROPOSED})
+
+
+def lesson_accept(*, lesson: Lesson) -> Lesson:
+    return lesson_update(lesson=lesson, status=LessonStatus.CONFIRMED)
+
+
+def lesson_reject(*, lesson: Lesson) -> Lesson:
+    return lesson_update(lesson=lesson, status=LessonStatus.REJECTED)

@@ -1,0 +1,135 @@
+"""Writing memories. Changing a memory's text keeps the previous text as a version row of its
+own (with the embedding it already had), so a later search can look across versions; the current
+row keeps its id, so links to it stay valid."""
+
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from lessons.models import Memory, Team
+from lessons.services.common import normalise_names, normalise_terms
+
+VERSIONED_FIELDS = ("content", "details")
+EDITABLE_FIELDS = (
+    "external_id",
+    "content",
+    "details",
+    "categories",
+    "importance",
+    "people",
+    "emotions",
+    "occurred_at",
+)
+# Copied onto a version row when the text changes: the memory as it stood.
+SNAPSHOT_FIELDS = (
+    "team_id",
+    "external_id",
+    *EDITABLE_FIELDS[1:],
+    "version",
+    "embedding",
+    "embedding_model",
+    "content_hash",
+    "embedded_at",
+)
+
+
+def _normalised(fields: dict) -> dict:
+    clean = dict(fields)
+    for name in VERSIONED_FIELDS:
+        if name in clean and clean[name] is not None:
+            clean[name] = str(clean[name]).strip()
+    for name in ("categories", "emotions"):
+        if name in clean:
+            clean[name] = normalise_terms(clean[name])
+    if "people" in clean:
+        clean["people"] = normalise_names(clean["people"])
+    if "external_id" in clean:
+        clean["external_id"] = (str(clean["external_id"]).strip() or None) if clean["external_id"] else None
+    return clean
+
+
+@transaction.atomic
+def memory_create(
+    *,
+    team: Team,
+    content: str,
+    details: str = "",
+    categories: list[str] | None = None,
+    importance: int = 5,
+    people: list[str] | None = None,
+    emotions: list[str] | None = None,
+    occurred_at: datetime | None = None,
+    external_id: str | None = None,
+) -> Memory:
+    fields = _normalised(
+        {
+            "external_id": external_id,
+            "content": content,
+            "details": details,
+            "categories": categories or [],
+            "importance": importance,
+            "people": people or [],
+            "emotions": emotions or [],
+            "occurred_at": occurred_at,
+        }
+    )
+    memory = Memory(team=team, **fields)
+    memory.full_clean()
+    memory.save()
+    return memory
+
+
+@transaction.atomic
+def memory_update(*, memory: Memory, **changes) -> Memory:
+    """Apply `changes` (any of EDITABLE_FIELDS). A change of content or details archives the
+    previous text as version `n` and makes the memory version `n + 1`.
+
+    The previous state is read from the database under a row lock, so callers such as the admin,
+    whose form has already written the new values onto `memory`, version correctly too."""
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise TypeError(f"memory_update() got unknown fields: {', '.join(sorted(unknown))}")
+    if not memory.is_current:
+        raise ValidationError("An earlier version of a memory cannot be edited; edit the current memory.")
+
+    stored = Memory.objects.select_for_update().get(pk=memory.pk)
+    wanted = {name: getattr(memory, name) for name in EDITABLE_FIELDS}
+    wanted.update(_normalised(changes))
+    changed = [name for name in EDITABLE_FIELDS if getattr(stored, name) != wanted[name]]
+    if not changed:
+        return stored
+
+    text_changed = any(name in VERSIONED_FIELDS for name in changed)
+    previous_state = _snapshot(stored) if text_changed else None
+    for name in changed:
+        setattr(stored, name, wanted[name])
+    stored.full_clean()
+
+    update_fields = [*changed, "updated_at"]
+    if previous_state is not None:
+        _archive_version(memory=stored, previous_state=previous_state)
+        stored.version += 1
+        update_fields.append("version")
+    stored.save(update_fields=update_fields)
+    memory.__dict__.update({name: getattr(stored, name) for name in [*EDITABLE_FIELDS, "version", "updated_at"]})
+    return stored
+
+
+def _snapshot(memory: Memory) -> dict:
+    return {name: getattr(memory, name) for name in (*SNAPSHOT_FIELDS, "updated_at")}
+
+
+def _archive_version(*, memory: Memory, previous_state: dict) -> Memory:
+    """Store the memory's previous state as a version row of its own."""
+    written_at = previous_state.pop("updated_at")
+    version = Memory(current_version=memory, **previous_state)
+    version.save()
+    # A version was written when the memory was last updated, not now.
+    Memory.objects.filter(pk=version.pk).update(created_at=written_at, updated_at=written_at)
+    return version
+
+
+def memory_delete(*, memory: Memory) -> None:
+    """Delete a memory with all its versions."""
+    memory.delete()

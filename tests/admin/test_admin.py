@@ -1,0 +1,72 @@
+import pytest
+from django.urls import reverse
+
+from lessons.models import Lesson, Memory
+from lessons.services.memories import memory_create
+from tests.factories import LessonFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_admin_lists_and_searches(admin_client, team):
+    LessonFactory(team=team, title="Enable RLS everywhere", tags=["rls"])
+    memory_create(team=team, content="Panic attack on the tram")
+    for name in ("admin:lessons_team_changelist", "admin:lessons_lesson_changelist", "admin:lessons_memory_changelist"):
+        assert admin_client.get(reverse(name)).status_code == 200
+    response = admin_client.get(reverse("admin:lessons_lesson_changelist"), {"q": "RLS"})
+    assert b"Enable RLS everywhere" in response.content
+
+
+def test_admin_edit_of_memory_text_makes_a_version(admin_client, team):
+    memory = memory_create(team=team, content="Tom plays bass", importance=6)
+    url = reverse("admin:lessons_memory_change", args=[memory.pk])
+    form = {
+        "team": team.pk,
+        "external_id": "",
+        "content": "Tom switched to double bass",
+        "details": "",
+        "categories": "person",
+        "importance": 6,
+        "people": "Tom",
+        "emotions": "",
+        "occurred_at_0": "",
+        "occurred_at_1": "",
+        "previous_versions-TOTAL_FORMS": 0,
+        "previous_versions-INITIAL_FORMS": 0,
+    }
+    response = admin_client.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    memory.refresh_from_db()
+    assert (memory.content, memory.version) == ("Tom switched to double bass", 2)
+    assert Memory.objects.get(current_version=memory).content == "Tom plays bass"
+
+
+def test_admin_add_lesson_goes_through_the_service(admin_client, team):
+    form = {
+        "team": team.pk,
+        "title": "  Pin your base images  ",
+        "category": "deployment",
+        "status": "confirmed",
+        "description": "",
+        "context": "",
+        "recommendation": "",
+        "confidence": 0.8,
+        "frequency": 2,
+        "project_types": "",
+        "tech_stacks": "Docker",
+        "tags": "",
+        "external_id": "",
+    }
+    response = admin_client.post(reverse("admin:lessons_lesson_add"), form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    lesson = Lesson.objects.get()
+    assert (lesson.title, lesson.tech_stacks) == ("Pin your base images", ["docker"])
+
+
+def test_admin_accept_action(admin_client, team):
+    proposal = LessonFactory(team=team, status="proposed")
+    admin_client.post(
+        reverse("admin:lessons_lesson_changelist"), {"action": "accept_selected", "_selected_action": [proposal.pk]}
+    )
+    proposal.refresh_from_db()
+    assert proposal.status == "confirmed"

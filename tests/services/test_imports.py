@@ -1,0 +1,104 @@
+import json
+
+import pytest
+
+from lessons.models import Lesson, Memory, Team
+from lessons.services.imports import import_lessons, import_memories
+
+pytestmark = pytest.mark.django_db
+
+
+def jsonl(*objects) -> list[str]:
+    return [json.dumps(item) if not isinstance(item, str) else item for item in objects]
+
+
+GOOD_LESSON = {"external_id": "l-1", "title": "Enable RLS", "tags": ["rls"], "tech_stacks": ["supabase"]}
+
+
+def test_import_creates_team_and_applies_defaults():
+    report = import_lessons(lines=jsonl(GOOD_LESSON), team_slug="new-team")
+    assert (report.created, report.errors) == (1, [])
+    lesson = Lesson.objects.get()
+    assert lesson.team == Team.objects.get(slug="new-team")
+    assert (lesson.confidence, lesson.frequency, lesson.status) == (0.5, 1, "confirmed")
+
+
+def test_reimport_changes_nothing_and_changed_line_updates():
+    import_lessons(lines=jsonl(GOOD_LESSON, {"title": "No external id"}), team_slug="t")
+    stamps = dict(Lesson.objects.values_list("id", "updated_at"))
+    again = import_lessons(lines=jsonl(GOOD_LESSON, {"title": "No external id"}), team_slug="t")
+    assert (again.created, again.updated, again.unchanged) == (0, 0, 2)
+    assert dict(Lesson.objects.values_list("id", "updated_at")) == stamps
+
+    changed = import_lessons(lines=jsonl({**GOOD_LESSON, "confidence": 0.9}), team_slug="t")
+    assert changed.updated == 1
+    assert Lesson.objects.get(external_id="l-1").confidence == 0.9
+
+
+def test_bad_lines_are_reported_with_number_and_reason_and_good_lines_land():
+    report = import_lessons(
+        lines=jsonl(
+            GOOD_LESSON,
+            '{"title": "broken", ',
+            {"external_id": "l-2", "description": "no title"},
+            {"external_id": "l-3", "title": "Too sure", "confidence": 7},
+            {"external_id": "l-4", "title": "Strange", "colour": "red"},
+            {"external_id": "l-5", "title": "Tags wrong", "tags": "rls"},
+            "",
+            {"external_id": "l-6", "title": "Fine too"},
+        ),
+        team_slug="t",
+    )
+    reasons = dict(report.errors)
+    assert sorted(reasons) == [2, 3, 4, 5, 6]
+    assert "broken JSON" in reasons[2]
+    assert reasons[3].startswith("title:")
+    assert reasons[4].startswith("confidence:")
+    assert "colour" in reasons[5]
+    assert reasons[6].startswith("tags:")
+    assert sorted(Lesson.objects.values_list("external_id", flat=True)) == ["l-1", "l-6"]
+
+
+MEMORY_WITH_HISTORY = {
+    "external_id": "m-1",
+    "content": "Jonas is a carpenter in Leipzig",
+    "details": "Moved there in 2025.",
+    "categories": ["person"],
+    "importance": 7,
+    "people": ["Jonas"],
+    "occurred_at": "2025-03-01T10:00:00+00:00",
+    "history": [
+        {"content": "Jonas studies architecture", "details": "In Berlin."},
+        {"content": "Jonas dropped out to learn carpentry", "details": "Apprenticeship in Berlin."},
+    ],
+}
+
+
+def test_memory_import_replays_history_as_versions_and_is_idempotent():
+    report = import_memories(lines=jsonl(MEMORY_WITH_HISTORY), team_slug="me")
+    assert (report.created, report.errors) == (1, [])
+    memory = Memory.objects.get(current_version__isnull=True)
+    assert (memory.version, memory.content) == (3, "Jonas is a carpenter in Leipzig")
+    assert list(memory.previous_versions.order_by("version").values_list("content", flat=True)) == [
+        "Jonas studies architecture",
+        "Jonas dropped out to learn carpentry",
+    ]
+    again = import_memories(lines=jsonl(MEMORY_WITH_HISTORY), team_slug="me")
+    assert (again.created, again.updated, again.unchanged) == (0, 0, 1)
+    assert Memory.objects.count() == 3
+
+
+def test_memory_import_reports_bad_values_without_half_writes():
+    report = import_memories(
+        lines=jsonl(
+            {"external_id": "m-2", "content": "Too important", "importance": 11},
+            {"external_id": "m-3", "content": "Bad date", "occurred_at": "yesterday"},
+            {"external_id": "m-4", "content": "Bad history", "history": [{"content": "ok"}, {"details": "no content"}]},
+        ),
+        team_slug="me",
+    )
+    reasons = dict(report.errors)
+    assert reasons[1].startswith("importance:")
+    assert reasons[2].startswith("occurred_at:")
+    assert reasons[3].startswith("history[2]")
+    assert not Memory.objects.exists()

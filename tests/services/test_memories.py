@@ -1,0 +1,69 @@
+import pytest
+from django.core.exceptions import ValidationError
+
+from lessons.models import Memory
+from lessons.services.memories import memory_create, memory_delete, memory_update
+
+pytestmark = pytest.mark.django_db
+
+
+def test_changing_text_keeps_the_previous_text_as_a_version(team):
+    memory = memory_create(team=team, content="Maria works as a nurse", details="Night shifts.", people=["Maria"])
+    memory_update(memory=memory, content="Maria became a midwife")
+    memory_update(memory=memory, details="Loves the day shifts now.")
+
+    memory.refresh_from_db()
+    assert memory.version == 3
+    assert memory.content == "Maria became a midwife"
+    assert memory.is_current
+    versions = list(memory.previous_versions.order_by("version"))
+    assert [(v.version, v.content, v.details) for v in versions] == [
+        (1, "Maria works as a nurse", "Night shifts."),
+        (2, "Maria became a midwife", "Night shifts."),
+    ]
+    assert all(v.people == ["Maria"] and v.team_id == team.id for v in versions)
+    assert Memory.objects.filter(current_version__isnull=True).count() == 1
+
+
+def test_changing_other_fields_makes_no_version(team):
+    memory = memory_create(team=team, content="Climbing on Tuesdays", importance=4)
+    memory_update(memory=memory, importance=8, emotions=["Happy"])
+    memory.refresh_from_db()
+    assert (memory.version, memory.importance, memory.emotions) == (1, 8, ["happy"])
+    assert not memory.previous_versions.exists()
+
+
+def test_a_version_keeps_the_embedding_of_its_own_text(team):
+    memory = memory_create(team=team, content="First text")
+    Memory.objects.filter(pk=memory.pk).update(embedding=[0.5] * 384, embedding_model="m", content_hash="h")
+    memory.refresh_from_db()
+    memory_update(memory=memory, content="Second text")
+    version = memory.previous_versions.get()
+    assert version.content_hash == "h" and list(version.embedding)[:2] == [0.5, 0.5]
+
+
+def test_admin_style_update_versions_from_the_stored_text(team):
+    """The admin form writes new values onto the object before the service runs."""
+    memory = memory_create(team=team, content="Old words")
+    memory.content = "New words"
+    memory_update(memory=memory)
+    assert memory.previous_versions.get().content == "Old words"
+
+
+def test_invalid_update_changes_nothing(team):
+    memory = memory_create(team=team, content="Keep me")
+    with pytest.raises(ValidationError):
+        memory_update(memory=memory, content="Changed", importance=11)
+    memory.refresh_from_db()
+    assert (memory.content, memory.version) == ("Keep me", 1)
+    assert not Memory.objects.filter(current_version=memory).exists()
+
+
+def test_earlier_versions_are_read_only_and_deleted_with_their_memory(team):
+    memory = memory_create(team=team, content="One")
+    memory_update(memory=memory, content="Two")
+    version = memory.previous_versions.get()
+    with pytest.raises(ValidationError):
+        memory_update(memory=version, content="Rewrite history")
+    memory_delete(memory=memory)
+    assert not Memory.objects.exists()
