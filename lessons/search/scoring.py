@@ -110,6 +110,8 @@ def active_weights(weights: dict[str, float], *, semantic: bool, keyword: bool) 
 
 def drop_below_floor(candidates: list[Candidate], *, floor: float) -> list[Candidate]:
     """Drop semantic-only candidates weaker than the floor; keyword and exact-term hits stay."""
+    if floor <= 0:  # a floor of 0 keeps everything, even rows pointing away from the query
+        return list(candidates)
     return [c for c in candidates if c.legs - {"semantic"} or c.best_similarity >= floor]
 
 
