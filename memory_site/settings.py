@@ -149,7 +149,6 @@ SEARCH_BM25 = {
 # The hybrid engine (lessons/search/engine.py has the formula). Weights may also be given per
 # request; these are the defaults of seed 000: meaning 0.5, words/metadata 0.3, quality 0.2.
 SEARCH_WEIGHTS = {"semantic": 0.5, "keyword": 0.3, "quality": 0.2}
-SEARCH_FUSION = env("SEARCH_FUSION", default="weighted")  # or "rrf"
 SEARCH_RRF_K = 60
 # Semantic-only candidates below this cosine similarity are dropped (keyword hits are kept).
 SEARCH_SIMILARITY_FLOOR = env.float("SEARCH_SIMILARITY_FLOOR", default=0.3)

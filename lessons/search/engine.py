@@ -9,8 +9,7 @@ semantic part; semantic mode has no keyword part unless the caller gave a tech s
 Each part is 0..1:
 - semantic: cosine similarity to the query, clipped to 0..1. With `context`, 0.6 x similarity to the
   primary query + 0.4 x similarity to the contextual query (query + context keywords), seed 001.
-- keyword: BM25 / the highest BM25 among this search's candidates (0.6 / 0.4 primary / contextual
-  with context). When the caller gives a tech stack or project type (lessons), the slot holds
+- keyword: BM25 of the primary query / the highest BM25 among this search's candidates. When the caller gives a tech stack or project type (lessons), the slot holds
   0.5 x keyword + 0.5 x metadata, metadata being the mean of the share of the caller's tech stack
   the lesson names and 1/0 for naming the caller's project type.
 - quality: lessons 0.7 x confidence + 0.3 x min(1, ln(1 + frequency) / ln(11)); memories
@@ -20,8 +19,9 @@ Each part is 0..1:
 `fusion="rrf"`: score = sum over parts of weight / (60 + rank by that part), divided by its maximum
 so it stays 0..1; relevance labels still come from the weighted score.
 
-Candidates are the union of a semantic leg (HNSW, top N by cosine distance), a keyword leg (BM25,
-top N; lessons/search/keyword.py) and an exact-term leg (tags, tech stacks, category; GIN), each
+Candidates are the union of a semantic leg (HNSW, top N by cosine distance; with context a second
+one for the contextual query), a keyword leg (BM25 of the primary query, top N;
+lessons/search/keyword.py) and an exact-term leg (tags, tech stacks, category; GIN), each
 with every filter inside its SQL, N = max(3 x limit, 50). Then:
 1. semantic-only candidates below the similarity floor (0.3) are dropped;
 2. lessons with the same title collapse into one (confidence = max, frequency = sum);
@@ -49,6 +49,7 @@ from lessons.embedding import EmbeddingUnavailable, get_embedding_backend
 from lessons.search import scoring
 from lessons.search.context import STOP_WORDS, contextual_query, extract_keywords
 from lessons.search.filters import filter_clause, table_for
+from lessons.search.keyword import keyword_leg_sql
 from lessons.search.semantic import semantic_leg_sql, session_settings_sql, vector_literal
 from lessons.search.types import (
     FUSIONS,
@@ -63,10 +64,6 @@ from lessons.search.types import (
     SearchResponse,
 )
 
-try:  # the BM25 leg (branch bm25); until it is merged, searches run without it
-    from lessons.search.keyword import keyword_leg_sql
-except ImportError:  # pragma: no cover - only before the merge
-    keyword_leg_sql = None
 
 logger = logging.getLogger("lessons.search")
 
@@ -92,7 +89,6 @@ class _Plan:
     query: str
     keyword_query: str
     contextual: str | None
-    keyword_contextual: str | None
     keywords: list[str]
     weights: dict[str, float]
     floor: float
@@ -172,7 +168,6 @@ def search(*, request: SearchRequest) -> SearchResponse:
         query=query,
         keyword_query=keyword_query,
         contextual=contextual_query(query, keywords) if keywords else None,
-        keyword_contextual=contextual_query(keyword_query, keywords) if keywords else None,
         keywords=keywords,
         weights=weights,
         floor=floor,
@@ -187,11 +182,10 @@ def search(*, request: SearchRequest) -> SearchResponse:
         vectors, degraded_reason = _embed_queries(plan)
         timings["embed"] = _ms(tick)
     use_semantic = bool(vectors)
-    use_keyword = keyword_leg_sql is not None and (request.mode == "hybrid" or request.mode == "text" or not use_semantic)
+    # Semantic mode without a model is answered by the keyword leg rather than not at all.
+    use_keyword = request.mode != "semantic" or not use_semantic
     if request.mode == "semantic" and not use_semantic:
         degraded_reason = f"{degraded_reason}; semantic mode answered by keywords and quality"
-    if not use_keyword and not use_semantic and degraded_reason is None and keyword_leg_sql is None:
-        degraded_reason = "the keyword leg is not installed"
 
     # --- one SQL round trip: every leg as a CTE, the candidates' fields in the same statement ---
     tick = perf_counter()
@@ -279,12 +273,11 @@ def _embed_queries(plan: _Plan) -> tuple[list[np.ndarray], str | None]:
         except EmbeddingUnavailable as error_again:
             return [], str(error_again)
     vectors = [np.asarray(v, dtype=np.float32) for v in matrix]
-    usable = [v for v in vectors if v.shape == (backend.dimensions,) and np.all(np.isfinite(v)) and np.linalg.norm(v) > 0]
-    if not vectors or len(usable) != len(vectors):
-        if vectors and _usable(vectors[0], backend.dimensions):
-            logger.warning("contextual query embedding unusable, searching with the primary query")
-            return [vectors[0]], None
-        return [], "the query embedding is unusable (not finite or empty)"
+    if not vectors or not _usable(vectors[0], backend.dimensions):
+        return [], "the query embedding is unusable (not finite, empty or of the wrong size)"
+    if len(vectors) > 1 and not _usable(vectors[1], backend.dimensions):
+        logger.warning("contextual query embedding unusable, searching with the primary query")
+        return vectors[:1], None
     return vectors, None
 
 
@@ -316,13 +309,6 @@ def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, ex
         )
         if leg is not None:
             ctes.append(("kw_p", leg[0], leg[1]))
-        if plan.keyword_contextual:
-            leg = keyword_leg_sql(
-                kind=request.kind, team_id=request.team.pk, query=plan.keyword_contextual,
-                filter_sql=filter_sql, filter_params=filter_params, limit=n,
-            )
-            if leg is not None:
-                ctes.append(("kw_c", leg[0], leg[1]))
     if exact_terms:
         ctes.append(("ex", *_exact_leg_sql(kind=request.kind, table=table, terms=exact_terms,
                                           filter_sql=filter_sql, filter_params=filter_params, limit=n)))
@@ -348,7 +334,6 @@ def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, ex
             columns.append("1 - (t.embedding <=> %s::vector) AS sim_c")
             params.append(vectors[1])
     columns.append("kw_p.score AS bm25_p, kw_p.matched_terms AS terms_p" if "kw_p" in names else "NULL, NULL")
-    columns.append("kw_c.score AS bm25_c, kw_c.matched_terms AS terms_c" if "kw_c" in names else "NULL, NULL")
     columns.extend(f"({name}.id IS NOT NULL) AS in_{name}" for name in names)
     joins = "".join(f" LEFT JOIN {name} ON {name}.id = t.id" for name in names)
     statement = (
@@ -368,7 +353,7 @@ def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, ex
         row = dict(zip(description, values))
         rows.append(row)
     counts = {
-        {"sem_p": "semantic", "sem_c": "contextual_semantic", "kw_p": "keyword", "kw_c": "contextual_keyword", "ex": "exact"}[name]: sum(
+        {"sem_p": "semantic", "sem_c": "contextual_semantic", "kw_p": "keyword", "ex": "exact"}[name]: sum(
             1 for row in rows if row[f"in_{name}"]
         )
         for name in names
@@ -403,13 +388,10 @@ def _candidate(*, kind: str, row: dict, exact_terms: list[str]) -> scoring.Candi
     if row.get("in_kw_p"):
         legs.add("keyword")
         found_by.add("primary")
-    if row.get("in_kw_c"):
-        legs.add("keyword")
-        found_by.add("contextual")
     if row.get("in_ex"):
         legs.add("exact")
         found_by.add("primary")
-    matched = list(dict.fromkeys([*(row.get("terms_p") or []), *(row.get("terms_c") or [])]))
+    matched = list(row.get("terms_p") or [])
     exact = bool(exact_terms) and set(exact_terms) <= scoring.exact_terms_of(kind=kind, row=fields)
     return scoring.Candidate(
         id=row["id"],
@@ -417,7 +399,6 @@ def _candidate(*, kind: str, row: dict, exact_terms: list[str]) -> scoring.Candi
         sim_primary=_float_or_none(row.get("sim_p")),
         sim_contextual=_float_or_none(row.get("sim_c")),
         bm25_primary=float(row.get("bm25_p") or 0.0),
-        bm25_contextual=float(row.get("bm25_c") or 0.0),
         matched_terms=matched,
         legs=legs,
         found_by=found_by,

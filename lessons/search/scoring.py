@@ -63,7 +63,6 @@ class Candidate:
     sim_primary: float | None = None
     sim_contextual: float | None = None
     bm25_primary: float = 0.0
-    bm25_contextual: float = 0.0
     matched_terms: list[str] = field(default_factory=list)
     legs: set[str] = field(default_factory=set)  # "semantic", "keyword", "exact"
     found_by: set[str] = field(default_factory=set)  # "primary", "contextual"
@@ -141,7 +140,6 @@ def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], i
             sim_primary=_max_or_none(m.sim_primary for m in members),
             sim_contextual=_max_or_none(m.sim_contextual for m in members),
             bm25_primary=max(m.bm25_primary for m in members),
-            bm25_contextual=max(m.bm25_contextual for m in members),
             matched_terms=sorted({t for m in members for t in m.matched_terms}),
             legs=set().union(*(m.legs for m in members)),
             found_by=set().union(*(m.found_by for m in members)),
@@ -203,7 +201,6 @@ def tech_mismatch(*, row: dict, tech_stack: tuple[str, ...]) -> bool:
 def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
     """Fill each candidate's parts (0..1) and its weighted score."""
     max_primary = max((c.bm25_primary for c in candidates), default=0.0)
-    max_contextual = max((c.bm25_contextual for c in candidates), default=0.0)
     max_sim_primary = max((_clip(c.sim_primary or 0.0) for c in candidates), default=0.0)
     max_sim_contextual = max((_clip(c.sim_contextual or 0.0) for c in candidates), default=0.0)
     cw = plan.context_weights
@@ -218,11 +215,7 @@ def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
             )
         keyword = 0.0
         if plan.has_keyword:
-            primary_kw = _ratio(c.bm25_primary, max_primary)
-            if plan.has_context and max_contextual > 0:
-                keyword = cw["primary"] * primary_kw + cw["contextual"] * _ratio(c.bm25_contextual, max_contextual)
-            else:
-                keyword = primary_kw
+            keyword = _ratio(c.bm25_primary, max_primary)
         metadata = metadata_of(row=c.row, tech_stack=plan.tech_stack, project_type=plan.project_type) if plan.kind == "lessons" else None
         if metadata is None:
             keyword_part = keyword
