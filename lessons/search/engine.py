@@ -362,18 +362,20 @@ def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, ex
 
 
 def _exact_leg_sql(*, kind, table, terms, filter_sql, filter_params, limit) -> tuple[str, list]:
-    """Rows carrying any query term as an exact term (GIN on the arrays); the tier itself needs all."""
-    variants = sorted({v for term in terms for v in (term, term.replace("+", ""))})
-    if kind == "lessons":
-        condition = "(t.tags && %s::varchar[] OR t.tech_stacks && %s::varchar[] OR t.category = ANY(%s::varchar[]))"
-        condition_params = [variants, variants, variants]
-        order = "t.confidence DESC, t.frequency DESC, t.id"
-    else:
-        condition = "(t.categories && %s::varchar[] OR t.emotions && %s::varchar[])"
-        condition_params = [variants, variants]
-        order = "t.importance DESC, t.id"
-    sql = f"SELECT t.id FROM {table} AS t WHERE {filter_sql} AND {condition} ORDER BY {order} LIMIT %s"
-    return sql, [*filter_params, *condition_params, limit]
+    """Rows carrying every query term as an exact term (tags, tech stacks, category; GIN): the rows
+    the exact-term tier puts first, made candidates even when neither other leg reached them."""
+    conditions, params = [], []
+    for term in terms:
+        variants = sorted({term, term.replace("+", "")})
+        if kind == "lessons":
+            conditions.append("(t.tags && %s::varchar[] OR t.tech_stacks && %s::varchar[] OR t.category = ANY(%s::varchar[]))")
+            params.extend([variants, variants, variants])
+        else:
+            conditions.append("(t.categories && %s::varchar[] OR t.emotions && %s::varchar[])")
+            params.extend([variants, variants])
+    order = "t.confidence DESC, t.frequency DESC, t.id" if kind == "lessons" else "t.importance DESC, t.id"
+    sql = f"SELECT t.id FROM {table} AS t WHERE {filter_sql} AND {' AND '.join(conditions)} ORDER BY {order} LIMIT %s"
+    return sql, [*filter_params, *params, limit]
 
 
 def _candidate(*, kind: str, row: dict, exact_terms: list[str]) -> scoring.Candidate:

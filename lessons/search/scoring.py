@@ -8,6 +8,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 # Frequency reaches full marks in the quality part at this many sightings (log-scaled).
 FREQUENCY_SATURATION = 10
@@ -23,9 +24,13 @@ _SPLIT = re.compile(r"[\s,;/|]+")
 _PARTS = re.compile(r"[-_\s/]+")
 
 
+_NOT_TERM = re.compile(r"[^a-z0-9+#]")
+
+
+@lru_cache(maxsize=65_536)  # the same tags and title words come back in every search
 def canonical(term: str) -> str:
     """'Next.js' -> 'nextjs', 'RLS' -> 'rls', 'C++' -> 'c++': how exact terms are compared."""
-    return re.sub(r"[^a-z0-9+#]", "", term.lower())
+    return _NOT_TERM.sub("", term.lower())
 
 
 def query_terms(query: str, stop_words: frozenset[str]) -> list[str]:

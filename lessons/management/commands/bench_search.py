@@ -73,9 +73,18 @@ class Command(BaseCommand):
         parser.add_argument("--modes", default="hybrid,semantic,text")
         parser.add_argument("--batch-size", type=int, default=64)
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument(
+            "--torch-threads", type=int, default=None,
+            help="torch intra-op threads for this run (a one-sentence query gains nothing from more, and loses "
+            "much when other processes compete for the cores)",
+        )
 
     def handle(self, *args, **options):
         modes = [m.strip() for m in options["modes"].split(",") if m.strip()]
+        if options["torch_threads"]:
+            import torch
+
+            torch.set_num_threads(options["torch_threads"])
         if options["lessons"] < 1 or options["queries"] < 1:
             raise CommandError("--lessons and --queries must be at least 1")
         if not get_embedding_backend().available:
@@ -89,8 +98,11 @@ class Command(BaseCommand):
         for request in workload[:10]:  # warm-up: model, connection, caches
             search(request=request)
 
+        import torch
+
         self.stdout.write(
-            f"{Lesson.objects.filter(team=team).count()} lessons, {len(workload)} queries per mode, limit {options['limit']}"
+            f"{Lesson.objects.filter(team=team).count()} lessons, {len(workload)} queries per mode, "
+            f"limit {options['limit']}, torch threads {torch.get_num_threads()}"
         )
         self.stdout.write(f"{'mode':<10}{'stage':<8}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}")
         for mode in modes:
