@@ -189,7 +189,8 @@ def search(*, request: SearchRequest) -> SearchResponse:
 
     # --- one SQL round trip: every leg as a CTE, the candidates' fields in the same statement ---
     tick = perf_counter()
-    terms = scoring.query_terms(plan.keyword_query, STOP_WORDS)
+    term_forms = scoring.query_term_forms(plan.keyword_query, STOP_WORDS)
+    terms = list(term_forms)
     exact_terms = terms if (request.mode != "semantic" or not use_semantic) and 0 < len(terms) <= scoring.EXACT_TIER_MAX_TERMS else []
     rows, leg_counts = _run_legs(
         request=request,
@@ -197,6 +198,7 @@ def search(*, request: SearchRequest) -> SearchResponse:
         vectors=[vector_literal(v) for v in vectors],
         use_keyword=use_keyword,
         exact_terms=exact_terms,
+        term_forms=term_forms,
         filter_sql=filter_sql,
         filter_params=filter_params,
     )
@@ -288,7 +290,7 @@ def _usable(vector: np.ndarray, dimensions: int) -> bool:
 # --- SQL ---------------------------------------------------------------------------------------
 
 
-def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, exact_terms: list[str], filter_sql, filter_params):
+def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, exact_terms: list[str], term_forms, filter_sql, filter_params):
     """All legs in one statement. Returns the candidate rows (fields, signals, which legs found
     them) and the number of candidates each leg returned."""
     table = table_for(request.kind)
@@ -310,7 +312,7 @@ def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, ex
         if leg is not None:
             ctes.append(("kw_p", leg[0], leg[1]))
     if exact_terms:
-        ctes.append(("ex", *_exact_leg_sql(kind=request.kind, table=table, terms=exact_terms,
+        ctes.append(("ex", *_exact_leg_sql(kind=request.kind, table=table, terms=exact_terms, forms=term_forms,
                                           filter_sql=filter_sql, filter_params=filter_params, limit=n)))
     if not ctes:
         return [], {}
@@ -361,12 +363,12 @@ def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, ex
     return rows, counts
 
 
-def _exact_leg_sql(*, kind, table, terms, filter_sql, filter_params, limit) -> tuple[str, list]:
+def _exact_leg_sql(*, kind, table, terms, forms, filter_sql, filter_params, limit) -> tuple[str, list]:
     """Rows carrying every query term as an exact term (tags, tech stacks, category; GIN): the rows
     the exact-term tier puts first, made candidates even when neither other leg reached them."""
     conditions, params = [], []
     for term in terms:
-        variants = sorted({term, term.replace("+", "")})
+        variants = sorted({*forms.get(term, [term]), term.replace("+", "")})
         if kind == "lessons":
             conditions.append("(t.tags && %s::varchar[] OR t.tech_stacks && %s::varchar[] OR t.category = ANY(%s::varchar[]))")
             params.extend([variants, variants, variants])

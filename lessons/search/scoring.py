@@ -33,14 +33,20 @@ def canonical(term: str) -> str:
     return _NOT_TERM.sub("", term.lower())
 
 
-def query_terms(query: str, stop_words: frozenset[str]) -> list[str]:
-    """The query's content terms, canonical, in order, without stop words or duplicates."""
-    seen: dict[str, None] = {}
+def query_term_forms(query: str, stop_words: frozenset[str]) -> dict[str, list[str]]:
+    """The query's content terms, canonical, in order, without stop words or duplicates, each with
+    the spellings to look for in stored arrays ('next.js' -> 'nextjs': ['next.js', 'nextjs'])."""
+    forms: dict[str, set[str]] = {}
     for raw in _SPLIT.split(query.lower()):
+        raw = raw.strip(".,;:!?'\"()[]{}")
         term = canonical(raw)
-        if term and raw.strip(".") not in stop_words:
-            seen.setdefault(term, None)
-    return list(seen)
+        if term and raw not in stop_words:
+            forms.setdefault(term, {term}).add(raw)
+    return {term: sorted(spellings) for term, spellings in forms.items()}
+
+
+def query_terms(query: str, stop_words: frozenset[str]) -> list[str]:
+    return list(query_term_forms(query, stop_words))
 
 
 def exact_terms_of(*, kind: str, row: dict) -> set[str]:

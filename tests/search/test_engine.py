@@ -303,3 +303,11 @@ def test_bad_requests_name_the_field(team, options, field):
         search(request=SearchRequest(team=team, **{"query": "anything", **options}))
     assert error.value.field == field
     assert error.value.message
+
+
+def test_a_hyphenated_tag_is_an_exact_term(demo_team):
+    carrying = set(
+        Lesson.objects.filter(team=demo_team, status="confirmed", tags__contains=["supabase-auth"]).values_list("external_id", flat=True)
+    )
+    response = run(demo_team, "supabase-auth", limit=len(carrying), mode="text")
+    assert set(ids(response)) == carrying

@@ -146,3 +146,8 @@ def test_memory_quality_uses_importance_and_recency():
 def test_relevance_labels():
     thresholds = {"high": 0.6, "medium": 0.4}
     assert [scoring.relevance_label(s, thresholds) for s in (0.61, 0.6, 0.45, 0.39)] == ["high", "high", "medium", "low"]
+
+
+def test_query_term_forms_keep_the_stored_spellings():
+    forms = scoring.query_term_forms("Next.js, supabase-auth and RLS?", frozenset({"and"}))
+    assert forms == {"nextjs": ["next.js", "nextjs"], "supabaseauth": ["supabase-auth", "supabaseauth"], "rls": ["rls"]}
