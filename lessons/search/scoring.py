@@ -170,6 +170,22 @@ def _clip(value: float) -> float:
     return 0.0 if value < 0 else 1.0 if value > 1 else float(value)
 
 
+def _range(values) -> tuple[float, float]:
+    """(lowest, highest) similarity among the candidates, clipped to 0..1."""
+    present = [_clip(v) for v in values if v is not None]
+    return (min(present), max(present)) if present else (0.0, 0.0)
+
+
+def _min_max(value: float | None, bounds: tuple[float, float]) -> float:
+    """Min-max normalisation over this search's candidates; one candidate alone counts fully."""
+    if value is None:
+        return 0.0
+    low, high = bounds
+    if high <= low:
+        return 1.0 if high > 0 else 0.0
+    return (_clip(value) - low) / (high - low)
+
+
 def _ratio(value: float, best: float) -> float:
     return value / best if best > 0 else 0.0
 
@@ -212,15 +228,15 @@ def tech_mismatch(*, row: dict, tech_stack: tuple[str, ...]) -> bool:
 def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
     """Fill each candidate's parts (0..1) and its weighted score."""
     max_primary = max((c.bm25_primary for c in candidates), default=0.0)
-    max_sim_primary = max((_clip(c.sim_primary or 0.0) for c in candidates), default=0.0)
-    max_sim_contextual = max((_clip(c.sim_contextual or 0.0) for c in candidates), default=0.0)
+    primary_range = _range(c.sim_primary for c in candidates)
+    contextual_range = _range(c.sim_contextual for c in candidates)
     cw = plan.context_weights
     for c in candidates:
         semantic = 0.0
         if plan.has_semantic:
-            primary = _ratio(_clip(c.sim_primary or 0.0), max_sim_primary)
+            primary = _min_max(c.sim_primary, primary_range)
             semantic = (
-                cw["primary"] * primary + cw["contextual"] * _ratio(_clip(c.sim_contextual or 0.0), max_sim_contextual)
+                cw["primary"] * primary + cw["contextual"] * _min_max(c.sim_contextual, contextual_range)
                 if plan.has_context and c.sim_contextual is not None
                 else primary
             )
@@ -238,9 +254,11 @@ def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
 
         w = plan.weights
         penalty = 0.0
-        semantic_used = semantic
+        factor = 1.0
         if plan.kind == "lessons" and tech_mismatch(row=c.row, tech_stack=plan.tech_stack):
-            semantic_used = semantic * TECH_MISMATCH_FACTOR
+            factor = TECH_MISMATCH_FACTOR
+        semantic_used = semantic * factor
+        if factor != 1.0:
             penalty = w.get("semantic", 0.0) * (semantic - semantic_used)
         c.parts = {
             "semantic": round(semantic, 4),
@@ -256,15 +274,26 @@ def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
         c.score = c.weighted
         c.parts["_keyword_part"] = keyword_part
         c.parts["_semantic_used"] = semantic_used
+        # RRF ranks by the raw similarity (min-max would tie the weakest candidate with "none").
+        if plan.has_semantic and c.sim_primary is not None:
+            raw = _clip(c.sim_primary)
+            if plan.has_context and c.sim_contextual is not None:
+                raw = cw["primary"] * raw + cw["contextual"] * _clip(c.sim_contextual)
+            c.parts["_semantic_raw"] = raw * factor
 
 
 def rrf_scores(candidates: list[Candidate], plan: ScoringPlan, *, k: int) -> None:
     """Reciprocal rank fusion over the active parts' rankings: sum of weight / (k + rank), ties
     sharing a rank, divided by its largest possible value so the score stays 0..1."""
     lists = {
-        "semantic": lambda c: c.parts["_semantic_used"],
+        "semantic": lambda c: c.parts.get("_semantic_raw", -1.0),
         "keyword": lambda c: c.parts["_keyword_part"],
         "quality": lambda c: c.parts["quality"],
+    }
+    present = {
+        "semantic": lambda c: "_semantic_raw" in c.parts,
+        "keyword": lambda c: c.parts["_keyword_part"] > 0,
+        "quality": lambda c: True,
     }
     totals = {c.id: 0.0 for c in candidates}
     best = 0.0
@@ -272,7 +301,7 @@ def rrf_scores(candidates: list[Candidate], plan: ScoringPlan, *, k: int) -> Non
         if weight <= 0:
             continue
         best += weight / (k + 1)
-        ranked = sorted((c for c in candidates if lists[name](c) > 0), key=lists[name], reverse=True)
+        ranked = sorted((c for c in candidates if present[name](c)), key=lists[name], reverse=True)
         rank, previous = 0, None
         for position, c in enumerate(ranked, start=1):
             value = lists[name](c)
