@@ -87,7 +87,9 @@ def _enqueue(*, kind: str, item_id: int) -> None:
     try:
         embed_item.enqueue(kind=kind, item_id=item_id)
     except Exception:  # a queue that is down must not undo or fail the save that came before
-        logger.exception("could not queue the embedding of %s %s; it stays pending for the next backfill", kind, item_id)
+        logger.exception(
+            "could not queue the embedding of %s %s; it stays pending for the next backfill", kind, item_id
+        )
 
 
 # --- refreshing rows ------------------------------------------------------------------------------
@@ -142,9 +144,12 @@ def embedding_refresh(*, items: list[Lesson | Memory]) -> EmbeddingReport:
 
 def embedding_refresh_pending(*, kind: str, ids: list[int]) -> EmbeddingReport:
     """Embed those of the rows `ids` (of `kind`) that are missing or stale; fresh ones cost nothing.
-    This is what the task queued after a save runs."""
+    This is what the task queued after a save runs; a row deleted meanwhile is simply not found."""
+    if kind not in EMBEDDED_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(EMBEDDED_KINDS)}, not {kind!r}")
     model = EMBEDDED_KINDS[kind]
-    items = list(embedding_pending(model.objects.filter(pk__in=ids)).only("pk", *embedded_fields(model)).order_by("pk"))
+    pending = embedding_pending(queryset=model.objects.filter(pk__in=ids))
+    items = list(pending.only("pk", *embedded_fields(model)).order_by("pk"))
     return embedding_refresh(items=items)
 
 
@@ -222,9 +227,10 @@ def embedding_backfill(
 
     Batches of `batch_size` rows in primary-key order, each written with one UPDATE and committed
     on its own; up to ENCODE_WINDOW rows are encoded in one call first (a failing call is retried
-    batch by batch, so only the batch that fails fails). `progress(advance, total)` is called with (0, total) before the first
-    batch and with the batch's row count after each. `dry_run` only counts. Raises ValueError for a
-    bad kind or batch size and EmbeddingUnavailable (before writing anything) when the model is off.
+    batch by batch, so only the batch that fails fails). `progress(advance, total)` is called
+    with (0, total) before the first batch and with the batch's row count after each. `dry_run`
+    only counts. Raises ValueError for a bad kind or batch size, and EmbeddingUnavailable (before
+    writing anything) when the model is off.
     """
     kinds = _kinds(kind)
     if batch_size < 1:
@@ -238,13 +244,13 @@ def embedding_backfill(
             scope = scope.filter(team=team)
         if ids is not None:
             scope = scope.filter(pk__in=ids)
-        counts = embedding_status_counts(scope, model_name=backend.model_name)
+        counts = embedding_status_counts(queryset=scope, model_name=backend.model_name)
         if include_fresh:
             report.pending += sum(counts.values())
         else:
             report.pending += counts["stale"] + counts["missing"]
             report.already_fresh += counts["fresh"]
-            scope = embedding_pending(scope, model_name=backend.model_name)
+            scope = embedding_pending(queryset=scope, model_name=backend.model_name)
         scopes[name] = scope
     if dry_run or not report.pending:
         return report

@@ -31,13 +31,15 @@ def make_lessons(team, count=len(TOPICS)) -> list[Lesson]:
 
 
 def statuses(model) -> dict[int, str]:
-    return dict(with_embedding_status(model.objects.all()).values_list("pk", "embedding_status"))
+    return dict(with_embedding_status(queryset=model.objects.all()).values_list("pk", "embedding_status"))
 
 
 def test_backfill_embeds_missing_and_stale_in_pk_ordered_batches(team):
     lessons = make_lessons(team)
     calls = []
-    report = embedding_backfill(kind="lessons", batch_size=2, progress=lambda advance, total: calls.append((advance, total)))
+    report = embedding_backfill(
+        kind="lessons", batch_size=2, progress=lambda advance, total: calls.append((advance, total))
+    )
     assert (report.pending, report.embedded, report.already_fresh, report.failed) == (5, 5, 0, 0)
     assert calls == [(0, 5), (2, 5), (2, 5), (1, 5)]
     assert set(statuses(Lesson).values()) == {"fresh"}

@@ -103,7 +103,9 @@ class Command(BaseCommand):
                     for first in range(0, len(segment), batch_size):
                         part = slice(first, first + batch_size)
                         hashes = [""] * len(segment[part])  # only the cost counts; the next backfill rewrites
-                        _bulk_write(items=segment[part], vectors=vectors[part], hashes=hashes, model_name=backend.model_name)
+                        _bulk_write(
+                            items=segment[part], vectors=vectors[part], hashes=hashes, model_name=backend.model_name
+                        )
 
                 clock.add(spent["write"], write)
             per_round.append(spent)
@@ -111,17 +113,22 @@ class Command(BaseCommand):
         self.stdout.write(f"\n{label}: {len(rows)} rows, {words:.0f} words a text on average, {rounds} round(s)")
         measures = [("wall clock", 0, "items/s")] + ([("CPU time", 1, "items/CPU-s")] if clock.cpu_available else [])
         for title, index, unit in measures:
-            rate = {name: [len(rows) / spent[name][index] for spent in per_round] for name in ("raw", "backfill", "write")}
+            rate = {
+                name: [len(rows) / spent[name][index] for spent in per_round] for name in ("raw", "backfill", "write")
+            }
             ratios = [b / r for b, r in zip(rate["backfill"], rate["raw"])]
             ratio = statistics.median(ratios)
             verdict = "ok" if ratio >= TARGET else f"below the {TARGET:.0%} target"
             self.stdout.write(f"  {title} ({unit}):")
-            self.stdout.write(f"    raw encode    {statistics.median(rate['raw']):8.1f}   (rounds: {_rates(rate['raw'])})")
+            self.stdout.write(
+                f"    raw encode    {statistics.median(rate['raw']):8.1f}   (rounds: {_rates(rate['raw'])})"
+            )
             self.stdout.write(
                 f"    backfill      {statistics.median(rate['backfill']):8.1f}   (rounds: {_rates(rate['backfill'])})"
             )
             self.stdout.write(f"    write only    {statistics.median(rate['write']):8.1f}   (the database's part)")
-            self.stdout.write(f"    backfill/raw  {ratio:8.1%}   (rounds: {', '.join(f'{r:.1%}' for r in ratios)})  {verdict}")
+            shown = ", ".join(f"{r:.1%}" for r in ratios)
+            self.stdout.write(f"    backfill/raw  {ratio:8.1%}   (rounds: {shown})  {verdict}")
 
 
 class Clocks:
@@ -195,12 +202,14 @@ ADVICE = [
     "Include the tenant id in every cache key.", "Set explicit timeouts on every outgoing call.",
     "Load related rows in one query with select_related or prefetch_related.",
     "Take a row lock or use an idempotency key before the side effect.",
-    "Run large migrations in batches and outside peak hours.", "Keep staging configuration generated from production's.",
+    "Run large migrations in batches and outside peak hours.",
+    "Keep staging configuration generated from production's.",
     "Read the changelog before upgrading and pin versions.", "Guard scheduled jobs with an advisory lock.",
     "Size the pool from the number of workers and measure it under load.", "Alert on the symptom, not on the cause.",
 ]
 DETAILS = [
-    "It took two days to notice.", "Support found it from a customer ticket.", "The dashboards looked green throughout.",
+    "It took two days to notice.", "Support found it from a customer ticket.",
+    "The dashboards looked green throughout.",
     "Only the largest customers were affected.", "It happened again a week later before the fix landed.",
     "A load test would have shown it.", "The logs had the answer but nobody searched them.",
     "Rolling back did not help because the data was already written.",
