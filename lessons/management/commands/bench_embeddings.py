@@ -40,8 +40,9 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=64, help="Backfill batch size (default 64).")
         parser.add_argument("--rounds", type=int, default=3, help="Interleaved rounds on the demo lessons (3).")
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--skip-demo", action="store_true", help="Measure the synthetic lessons only.")
 
-    def handle(self, *args, synthetic, batch_size, rounds, seed, **options):
+    def handle(self, *args, synthetic, batch_size, rounds, seed, skip_demo, **options):
         if batch_size < 1 or rounds < 1 or synthetic < 0:
             raise CommandError("--batch-size and --rounds must be at least 1, --synthetic at least 0")
         backend = get_embedding_backend()
@@ -53,7 +54,9 @@ class Command(BaseCommand):
             f"encode batch {backend.batch_size}, backfill batch {batch_size}"
         )
 
-        if DEMO_LESSONS.is_file():
+        if skip_demo:
+            pass
+        elif DEMO_LESSONS.is_file():
             with throwaway_team("bench-demo") as team:
                 with embeddings_deferred():
                     import_lessons(lines=DEMO_LESSONS.open(encoding="utf-8"), team_slug=team.slug)
