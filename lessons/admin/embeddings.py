@@ -26,7 +26,7 @@ class EmbeddingAdminMixin:
     """For the admin classes of rows that carry an embedding. Put it before ModelAdmin."""
 
     def get_queryset(self, request):
-        return with_embedding_status(super().get_queryset(request))
+        return with_embedding_status(queryset=super().get_queryset(request))
 
     @admin.display(description="embedding", ordering="embedding_status")
     def embedding_status(self, obj):

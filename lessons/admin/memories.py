@@ -38,7 +38,9 @@ class EarlierVersionInline(admin.TabularInline):
 
 @admin.register(Memory)
 class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
-    list_display = ("content", "team", "importance", "categories", "people", "version", "embedding_status", "occurred_at")
+    list_display = (
+        "content", "team", "importance", "categories", "people", "version", "embedding_status", "occurred_at"
+    )
     list_filter = (MemoryCurrentFilter, "team", "importance", EmbeddingStatusFilter)
     search_fields = ("content", "details", "external_id", "people", "categories", "emotions")
     list_select_related = ("team",)

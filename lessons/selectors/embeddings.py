@@ -34,17 +34,17 @@ def embedding_status_annotation(*, model: type, model_name: str | None = None) -
     )
 
 
-def with_embedding_status(queryset: QuerySet, *, model_name: str | None = None) -> QuerySet:
+def with_embedding_status(*, queryset: QuerySet, model_name: str | None = None) -> QuerySet:
     """`queryset` with an `embedding_status` column ('fresh', 'stale' or 'missing')."""
     return queryset.annotate(embedding_status=embedding_status_annotation(model=queryset.model, model_name=model_name))
 
 
-def embedding_pending(queryset: QuerySet, *, model_name: str | None = None) -> QuerySet:
+def embedding_pending(*, queryset: QuerySet, model_name: str | None = None) -> QuerySet:
     """The rows of `queryset` that need embedding: missing or stale."""
     return queryset.exclude(_fresh_condition(queryset.model, model_name))
 
 
-def embedding_status_counts(queryset: QuerySet, *, model_name: str | None = None) -> dict[str, int]:
+def embedding_status_counts(*, queryset: QuerySet, model_name: str | None = None) -> dict[str, int]:
     """{"fresh": n, "stale": n, "missing": n} for `queryset`, in one grouped query."""
     status = embedding_status_annotation(model=queryset.model, model_name=model_name)
     rows = queryset.order_by().annotate(_status=status).values("_status").annotate(n=Count("pk"))
@@ -60,5 +60,5 @@ def embedding_coverage(*, team: Team | None = None) -> dict[str, dict[str, int]]
     coverage = {}
     for kind, model in EMBEDDED_KINDS.items():
         queryset = model.objects.all() if team is None else model.objects.filter(team=team)
-        coverage[kind] = embedding_status_counts(queryset, model_name=model_name)
+        coverage[kind] = embedding_status_counts(queryset=queryset, model_name=model_name)
     return coverage

@@ -9,6 +9,7 @@
   model was busy is never overwritten with an embedding of the old text.
 - `embedding_backfill` walks the pending rows in primary-key order (keyset pagination), one
   committed batch at a time: an interrupted run keeps its finished batches, a re-run continues.
+  It encodes several batches in one call (ENCODE_WINDOW) and then writes them batch by batch.
 """
 
 import contextvars
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 
+import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -34,6 +36,10 @@ from lessons.selectors.embeddings import EMBEDDED_KINDS, embedding_pending, embe
 logger = logging.getLogger(__name__)
 
 BACKFILL_KINDS = ("lessons", "memories", "all")
+# The backfill encodes up to this many rows in one call (then writes and commits them a batch at
+# a time): the model sorts a call's texts by length, so short texts are not padded to the length
+# of long ones. On texts of mixed length, 64 at a time encoded about 25% slower.
+ENCODE_WINDOW = 512
 
 
 # --- scheduling after a save ----------------------------------------------------------------------
@@ -81,7 +87,9 @@ def _enqueue(*, kind: str, item_id: int) -> None:
     try:
         embed_item.enqueue(kind=kind, item_id=item_id)
     except Exception:  # a queue that is down must not undo or fail the save that came before
-        logger.exception("could not queue the embedding of %s %s; it stays pending for the next backfill", kind, item_id)
+        logger.exception(
+            "could not queue the embedding of %s %s; it stays pending for the next backfill", kind, item_id
+        )
 
 
 # --- refreshing rows ------------------------------------------------------------------------------
@@ -96,35 +104,52 @@ class EmbeddingReport:
     changed_ids: list[int] = field(default_factory=list)
 
 
-def embedding_refresh(*, items: list[Lesson | Memory]) -> EmbeddingReport:
-    """Embed `items` (all of one model) in one batched encode and write them in one statement."""
-    report = EmbeddingReport()
-    if not items:
-        return report
-    model = type(items[0])
+@dataclass
+class _Encoded:
+    vectors: np.ndarray
+    hashes: list[str]
+    model_name: str
+
+    def part(self, start: int, stop: int) -> "_Encoded":
+        return _Encoded(self.vectors[start:stop], self.hashes[start:stop], self.model_name)
+
+
+def _encode(items: list[Lesson | Memory]) -> _Encoded:
+    """One batched encode; raises EmbeddingUnavailable when the model is off or fails."""
     backend = get_embedding_backend()
     texts = [embedding_text(item) for item in items]
-    try:
-        vectors = backend.embed_documents(texts)
-    except EmbeddingUnavailable as error:
-        report.failed_ids = [item.pk for item in items]
-        report.failure_reason = str(error)
-        logger.warning("embedding skipped for %s %s: %s", model.__name__, report.failed_ids, error)
-        return report
-
+    vectors = backend.embed_documents(texts)
     hashes = [content_hash(model_name=backend.model_name, text=text) for text in texts]
-    written = _bulk_write(items=items, vectors=vectors, hashes=hashes, model_name=backend.model_name)
-    report.embedded = len(written)
-    report.changed_ids = [item.pk for item in items if item.pk not in written]
-    report.skipped_changed = len(report.changed_ids)
-    return report
+    return _Encoded(vectors, hashes, backend.model_name)
+
+
+def _write(items: list[Lesson | Memory], encoded: _Encoded) -> EmbeddingReport:
+    written = _bulk_write(items=items, vectors=encoded.vectors, hashes=encoded.hashes, model_name=encoded.model_name)
+    changed = [item.pk for item in items if item.pk not in written]
+    return EmbeddingReport(embedded=len(written), skipped_changed=len(changed), changed_ids=changed)
+
+
+def embedding_refresh(*, items: list[Lesson | Memory]) -> EmbeddingReport:
+    """Embed `items` (all of one model) in one batched encode and write them in one statement."""
+    if not items:
+        return EmbeddingReport()
+    try:
+        encoded = _encode(items)
+    except EmbeddingUnavailable as error:
+        failed_ids = [item.pk for item in items]
+        logger.warning("embedding skipped for %s %s: %s", type(items[0]).__name__, failed_ids, error)
+        return EmbeddingReport(failed_ids=failed_ids, failure_reason=str(error))
+    return _write(items, encoded)
 
 
 def embedding_refresh_pending(*, kind: str, ids: list[int]) -> EmbeddingReport:
     """Embed those of the rows `ids` (of `kind`) that are missing or stale; fresh ones cost nothing.
-    This is what the task queued after a save runs."""
+    This is what the task queued after a save runs; a row deleted meanwhile is simply not found."""
+    if kind not in EMBEDDED_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(EMBEDDED_KINDS)}, not {kind!r}")
     model = EMBEDDED_KINDS[kind]
-    items = list(embedding_pending(model.objects.filter(pk__in=ids)).only("pk", *embedded_fields(model)).order_by("pk"))
+    pending = embedding_pending(queryset=model.objects.filter(pk__in=ids))
+    items = list(pending.only("pk", *embedded_fields(model)).order_by("pk"))
     return embedding_refresh(items=items)
 
 
@@ -200,10 +225,12 @@ def embedding_backfill(
     """Embed the missing and stale rows of `kind` ("lessons", "memories" or "all"), optionally of
     one team or only the rows `ids`; `include_fresh` re-embeds fresh rows too.
 
-    Batches of `batch_size` rows in primary-key order, each one encode and one UPDATE, each
-    committed on its own. `progress(advance, total)` is called with (0, total) before the first
-    batch and with the batch's row count after each. `dry_run` only counts. Raises ValueError for a
-    bad kind or batch size and EmbeddingUnavailable (before writing anything) when the model is off.
+    Batches of `batch_size` rows in primary-key order, each written with one UPDATE and committed
+    on its own; up to ENCODE_WINDOW rows are encoded in one call first (a failing call is retried
+    batch by batch, so only the batch that fails fails). `progress(advance, total)` is called
+    with (0, total) before the first batch and with the batch's row count after each. `dry_run`
+    only counts. Raises ValueError for a bad kind or batch size, and EmbeddingUnavailable (before
+    writing anything) when the model is off.
     """
     kinds = _kinds(kind)
     if batch_size < 1:
@@ -217,13 +244,13 @@ def embedding_backfill(
             scope = scope.filter(team=team)
         if ids is not None:
             scope = scope.filter(pk__in=ids)
-        counts = embedding_status_counts(scope, model_name=backend.model_name)
+        counts = embedding_status_counts(queryset=scope, model_name=backend.model_name)
         if include_fresh:
             report.pending += sum(counts.values())
         else:
             report.pending += counts["stale"] + counts["missing"]
             report.already_fresh += counts["fresh"]
-            scope = embedding_pending(scope, model_name=backend.model_name)
+            scope = embedding_pending(queryset=scope, model_name=backend.model_name)
         scopes[name] = scope
     if dry_run or not report.pending:
         return report
@@ -242,21 +269,35 @@ def _backfill_kind(*, kind: str, scope, batch_size: int, report: BackfillReport,
     model = EMBEDDED_KINDS[kind]
     # Only the columns that are embedded: never the stored vectors or search vectors.
     rows = scope.only("pk", *embedded_fields(model)).order_by("pk")
+    window_size = max(batch_size, ENCODE_WINDOW - ENCODE_WINDOW % batch_size)
     last_pk = 0
     while True:
         # Keyset pagination: rows embedded meanwhile drop out of `scope`, failed ones stay, so an
         # OFFSET would skip or repeat rows; "after the last pk seen" does neither.
-        batch = list(rows.filter(pk__gt=last_pk)[:batch_size])
-        if not batch:
+        window = list(rows.filter(pk__gt=last_pk)[:window_size])
+        if not window:
             return
-        last_pk = batch[-1].pk
-        result = embedding_refresh(items=batch)
-        report.embedded += result.embedded
-        if result.failed_ids:
-            report.failed_ids.setdefault(kind, []).extend(result.failed_ids)
-            if result.failure_reason not in report.failure_reasons:
-                report.failure_reasons.append(result.failure_reason)
-        if result.changed_ids:
-            report.changed_ids.setdefault(kind, []).extend(result.changed_ids)
-        if progress is not None:
-            progress(len(batch), report.pending)
+        last_pk = window[-1].pk
+        try:
+            encoded = _encode(window)
+        except EmbeddingUnavailable:
+            encoded = None  # encode batch by batch below, so only the failing batch fails
+        for start in range(0, len(window), batch_size):
+            batch = window[start : start + batch_size]
+            if encoded is not None:
+                result = _write(batch, encoded.part(start, start + len(batch)))
+            else:
+                result = embedding_refresh(items=batch)
+            _add_to_report(report, kind=kind, result=result)
+            if progress is not None:
+                progress(len(batch), report.pending)
+
+
+def _add_to_report(report: BackfillReport, *, kind: str, result: EmbeddingReport) -> None:
+    report.embedded += result.embedded
+    if result.failed_ids:
+        report.failed_ids.setdefault(kind, []).extend(result.failed_ids)
+        if result.failure_reason not in report.failure_reasons:
+            report.failure_reasons.append(result.failure_reason)
+    if result.changed_ids:
+        report.changed_ids.setdefault(kind, []).extend(result.changed_ids)

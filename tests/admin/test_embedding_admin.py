@@ -16,7 +16,7 @@ MEMORIES = reverse("admin:lessons_memory_changelist")
 
 
 def statuses(model) -> dict[int, str]:
-    return dict(with_embedding_status(model.objects.all()).values_list("pk", "embedding_status"))
+    return dict(with_embedding_status(queryset=model.objects.all()).values_list("pk", "embedding_status"))
 
 
 @pytest.fixture
@@ -81,7 +81,9 @@ def test_memory_list_status_filter_and_action_on_versions(admin_client, team):
     response = admin_client.get(MEMORIES, {"embedding_status": "missing", "version_state": "earlier"})
     assert response.context["cl"].result_count == 1
     response = admin_client.post(
-        MEMORIES + "?version_state=earlier", {"action": "reembed_selected", "_selected_action": [version.pk]}, follow=True
+        MEMORIES + "?version_state=earlier",
+        {"action": "reembed_selected", "_selected_action": [version.pk]},
+        follow=True,
     )
     assert [str(message) for message in get_messages(response.wsgi_request)] == ["Re-embedded 1, failed 0."]
     assert statuses(Memory) == {memory.pk: "missing", version.pk: "fresh"}

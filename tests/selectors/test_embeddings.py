@@ -20,7 +20,7 @@ HASHING = {"BACKEND": "lessons.embedding.backends.HashingBackend", "BATCH_SIZE":
 
 
 def statuses(model, **filters) -> dict[int, str]:
-    return dict(with_embedding_status(model.objects.filter(**filters)).values_list("pk", "embedding_status"))
+    return dict(with_embedding_status(queryset=model.objects.filter(**filters)).values_list("pk", "embedding_status"))
 
 
 def test_missing_then_fresh_then_stale_after_a_text_change(team):
@@ -42,7 +42,7 @@ def test_a_raw_update_behind_the_orm_is_caught_and_backfilled(team):
 
     with connection.cursor() as cursor:
         cursor.execute("UPDATE lessons_lesson SET recommendation = 'Flags need an owner.' WHERE id = %s", [edited.pk])
-    assert list(embedding_pending(Lesson.objects.all()).values_list("pk", flat=True)) == [edited.pk]
+    assert list(embedding_pending(queryset=Lesson.objects.all()).values_list("pk", flat=True)) == [edited.pk]
     report = embedding_backfill(kind="lessons")
     assert (report.embedded, report.already_fresh) == (1, 1)
     assert statuses(Lesson) == {kept.pk: "fresh", edited.pk: "fresh"}
@@ -83,12 +83,13 @@ def test_coverage_counts_per_kind_and_team(team, other_team):
     embedding_backfill(ids=[fresh.pk, stale.pk], kind="lessons")
     embedding_backfill(kind="memories")
     Lesson.objects.filter(pk=stale.pk).update(title="Stale one, edited")
-    memory_update(memory=memory, content="Tom plays double bass")  # deferred is over: not run (no commit here)
+    memory_update(memory=memory, content="Tom plays double bass")  # its task waits for a commit that never comes
 
     assert embedding_coverage(team=team) == {
-        "lessons": {"fresh": 1, "stale": 1, "missing": 0 + 1},
+        "lessons": {"fresh": 1, "stale": 1, "missing": 1},
         # The memory's new text is stale; its earlier version kept its fresh vector.
         "memories": {"fresh": 1, "stale": 1, "missing": 0},
     }
     assert embedding_coverage()["lessons"] == {"fresh": 1, "stale": 1, "missing": 2}
-    assert embedding_status_counts(Lesson.objects.filter(team=other_team)) == {"fresh": 0, "stale": 0, "missing": 1}
+    other_teams = Lesson.objects.filter(team=other_team)
+    assert embedding_status_counts(queryset=other_teams) == {"fresh": 0, "stale": 0, "missing": 1}

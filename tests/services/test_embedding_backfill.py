@@ -31,13 +31,15 @@ def make_lessons(team, count=len(TOPICS)) -> list[Lesson]:
 
 
 def statuses(model) -> dict[int, str]:
-    return dict(with_embedding_status(model.objects.all()).values_list("pk", "embedding_status"))
+    return dict(with_embedding_status(queryset=model.objects.all()).values_list("pk", "embedding_status"))
 
 
 def test_backfill_embeds_missing_and_stale_in_pk_ordered_batches(team):
     lessons = make_lessons(team)
     calls = []
-    report = embedding_backfill(kind="lessons", batch_size=2, progress=lambda advance, total: calls.append((advance, total)))
+    report = embedding_backfill(
+        kind="lessons", batch_size=2, progress=lambda advance, total: calls.append((advance, total))
+    )
     assert (report.pending, report.embedded, report.already_fresh, report.failed) == (5, 5, 0, 0)
     assert calls == [(0, 5), (2, 5), (2, 5), (1, 5)]
     assert set(statuses(Lesson).values()) == {"fresh"}
@@ -147,3 +149,18 @@ def test_backfill_with_the_model_off_raises_before_writing(team):
 def test_backfill_refuses_bad_arguments(arguments, message):
     with pytest.raises(ValueError, match=message):
         embedding_backfill(**arguments)
+
+
+def test_a_failing_encode_fails_only_its_batch(team):
+    """The backfill encodes several batches in one call; when that call fails it retries batch by
+    batch, so one bad input costs its own batch, not the whole window."""
+    with embeddings_deferred():
+        lessons = [lesson_create(team=team, title=f"Ordinary lesson {n}") for n in range(5)]
+        lesson_update(lesson=lessons[2], title="A POISON lesson")
+    ordered = sorted(lesson.pk for lesson in lessons)
+    poison = {"BACKEND": "tests.embedding_backends.CrashesOnPoisonBackend", "BATCH_SIZE": 64}
+    with override_settings(EMBEDDING_BACKEND=poison):
+        report = embedding_backfill(kind="lessons", batch_size=2)
+        assert (report.embedded, report.failed_ids) == (3, {"lessons": ordered[2:4]})
+        assert report.failure_reasons == ["embedding failed: the encoder crashed"]
+        assert sorted(pk for pk, status in statuses(Lesson).items() if status == "missing") == ordered[2:4]

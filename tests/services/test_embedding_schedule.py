@@ -23,7 +23,7 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def status_of(item) -> str:
-    return with_embedding_status(type(item).objects.filter(pk=item.pk)).get().embedding_status
+    return with_embedding_status(queryset=type(item).objects.filter(pk=item.pk)).get().embedding_status
 
 
 def test_create_embeds_after_commit_and_not_before(team, django_capture_on_commit_callbacks):
@@ -120,7 +120,7 @@ def test_imported_history_gets_every_version_embedded(team, django_capture_on_co
     with django_capture_on_commit_callbacks(execute=True):
         report = import_memories(lines=[line], team_slug=team.slug)
     assert report.ok
-    rows = with_embedding_status(Memory.objects.filter(team=team))
+    rows = with_embedding_status(queryset=Memory.objects.filter(team=team))
     assert sorted((row.version, row.embedding_status) for row in rows) == [(1, "fresh"), (2, "fresh"), (3, "fresh")]
 
 
