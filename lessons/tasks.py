@@ -3,7 +3,9 @@
 
 from django_tasks import task
 
-from lessons.services.embeddings import embedding_refresh_pending
+from lessons.embedding import EmbeddingUnavailable
+from lessons.models import Team
+from lessons.services.embeddings import embedding_backfill, embedding_refresh_pending
 
 
 @task()
@@ -19,3 +21,16 @@ def embed_item(*, kind: str, item_id: int) -> dict:
         "failed": len(report.failed_ids),
         "reason": report.failure_reason,
     }
+
+
+@task()
+def embed_pending(*, kind: str, team_id: int) -> dict:
+    """Embed a team's missing or stale rows of `kind` in batches (queued after an import)."""
+    team = Team.objects.filter(pk=team_id).first()
+    if team is None:
+        return {"embedded": 0, "failed": 0, "reason": "the team no longer exists"}
+    try:
+        report = embedding_backfill(kind=kind, team=team)
+    except EmbeddingUnavailable as error:  # logged; the rows stay pending for the next backfill
+        return {"embedded": 0, "failed": 0, "reason": str(error)}
+    return {"embedded": report.embedded, "failed": len(report.failed_ids), "reason": None}

@@ -81,6 +81,14 @@ def embedding_schedule_if_pending(*, item: Lesson | Memory) -> None:
         embedding_schedule(item=item)
 
 
+def embedding_schedule_backfill(*, kind: str, team: Team) -> None:
+    """Queue one batched backfill of the team's pending rows of `kind` once the transaction
+    commits: what a bulk write (an import) schedules instead of one embedding per row."""
+    if _deferred_depth.get():
+        return
+    transaction.on_commit(partial(_enqueue_backfill, kind=kind, team_id=team.pk), robust=True)
+
+
 def _enqueue(*, kind: str, item_id: int) -> None:
     from lessons.tasks import embed_item  # the task module imports this one
 
@@ -90,6 +98,15 @@ def _enqueue(*, kind: str, item_id: int) -> None:
         logger.exception(
             "could not queue the embedding of %s %s; it stays pending for the next backfill", kind, item_id
         )
+
+
+def _enqueue_backfill(*, kind: str, team_id: int) -> None:
+    from lessons.tasks import embed_pending
+
+    try:
+        embed_pending.enqueue(kind=kind, team_id=team_id)
+    except Exception:  # as above: the rows stay pending for the next backfill
+        logger.exception("could not queue the backfill of team %s %s; they stay pending", team_id, kind)
 
 
 # --- refreshing rows ------------------------------------------------------------------------------

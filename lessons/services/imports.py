@@ -18,6 +18,7 @@ from django.utils.dateparse import parse_datetime
 from lessons.models import Lesson, Memory, Team
 from lessons.services import lessons as lesson_services
 from lessons.services import memories as memory_services
+from lessons.services.embeddings import embedding_schedule_backfill, embeddings_deferred
 from lessons.services.teams import team_get_or_create
 
 
@@ -210,7 +211,17 @@ def _describe(error: Exception) -> str:
     return str(error)
 
 
-def _import_lines(*, lines: Iterable[str], team: Team, import_one: Callable[..., str]) -> ImportReport:
+def _import_lines(*, lines: Iterable[str], team: Team, kind: str, import_one: Callable[..., str]) -> ImportReport:
+    """Import line by line with per-row embedding deferred; one batched backfill of the team's
+    pending rows is queued at the end (batches encode far faster than single rows)."""
+    with embeddings_deferred():
+        report = _import_each(lines=lines, team=team, import_one=import_one)
+    if report.created or report.updated:
+        embedding_schedule_backfill(kind=kind, team=team)
+    return report
+
+
+def _import_each(*, lines: Iterable[str], team: Team, import_one: Callable[..., str]) -> ImportReport:
     report = ImportReport()
     for number, raw_line in enumerate(lines, start=1):
         if not raw_line.strip():
@@ -233,9 +244,9 @@ def _import_lines(*, lines: Iterable[str], team: Team, import_one: Callable[...,
 
 def import_lessons(*, lines: Iterable[str], team_slug: str) -> ImportReport:
     team = team_get_or_create(slug=team_slug)
-    return _import_lines(lines=lines, team=team, import_one=_import_lesson)
+    return _import_lines(lines=lines, team=team, kind="lessons", import_one=_import_lesson)
 
 
 def import_memories(*, lines: Iterable[str], team_slug: str) -> ImportReport:
     team = team_get_or_create(slug=team_slug)
-    return _import_lines(lines=lines, team=team, import_one=_import_memory)
+    return _import_lines(lines=lines, team=team, kind="memories", import_one=_import_memory)

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from lessons.embedding import content_hash, embedding_text, get_embedding_backend
 from lessons.models import Lesson, Memory, Team
-from lessons.services.embeddings import embedding_refresh
+from lessons.services.embeddings import embedding_refresh, embeddings_deferred
 from lessons.services.imports import import_lessons, import_memories
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "lessons" / "demo_data"
@@ -23,13 +23,15 @@ _VECTORS: dict[str, str] = {}  # content hash -> the vector as pgvector text
 
 
 def load_demo_team(*, slug: str, memories: bool = True) -> Team:
-    with open(DEMO_DIR / "lessons.jsonl", encoding="utf-8") as lines:
-        report = import_lessons(lines=lines, team_slug=slug)
-    assert report.ok, report.errors
-    if memories:
-        with open(DEMO_DIR / "memories.jsonl", encoding="utf-8") as lines:
-            report = import_memories(lines=lines, team_slug=slug)
+    # Deferred: the vectors come from the batches below (or this run's cache), not the import's backfill.
+    with embeddings_deferred():
+        with open(DEMO_DIR / "lessons.jsonl", encoding="utf-8") as lines:
+            report = import_lessons(lines=lines, team_slug=slug)
         assert report.ok, report.errors
+        if memories:
+            with open(DEMO_DIR / "memories.jsonl", encoding="utf-8") as lines:
+                report = import_memories(lines=lines, team_slug=slug)
+            assert report.ok, report.errors
     team = Team.objects.get(slug=slug)
     model_name = get_embedding_backend().model_name
     for model in (Lesson, Memory):
