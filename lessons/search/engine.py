@@ -7,8 +7,8 @@ over the parts a search can use so every score is 0..1 (text mode and a degraded
 semantic part; semantic mode has no keyword part unless the caller gave a tech stack or project type).
 
 Each part is 0..1:
-- semantic: cosine similarity to the query, clipped to 0..1 and min-max normalised over this
-  search's candidates (best 1, weakest 0), as in the min-max fusion measured on SciFact. With
+- semantic: cosine similarity to the query, clipped to 0..1, over the best among the candidates
+  (the best of three normalisations measured on SciFact train and the demo judged set). With
   `context`, 0.6 x that for the primary query + 0.4 x that for the contextual query (query +
   context keywords), seed 001.
 - keyword: BM25 of the primary query / the highest BM25 among this search's candidates. When the caller gives a tech stack or project type (lessons), the slot holds

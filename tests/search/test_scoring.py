@@ -34,13 +34,14 @@ def lesson(id, *, title="T", sim=None, bm25=0.0, confidence=0.5, frequency=1, te
     )
 
 
-def test_parts_are_normalised_over_the_candidates_and_weighted():
+def test_parts_are_normalised_and_weighted():
     a = lesson(1, sim=0.6, bm25=2.0, confidence=1.0, frequency=10)
     b = lesson(2, sim=0.3, bm25=8.0, confidence=0.0, frequency=1)
     c = lesson(3, sim=0.5, bm25=0.0, confidence=0.5, frequency=1)
     scoring.score_parts([a, b, c], plan())
-    assert a.parts["semantic"] == 1.0 and b.parts["semantic"] == 0.0  # min-max over the candidates
-    assert c.parts["semantic"] == pytest.approx(2 / 3, abs=1e-4)
+    # Semantic: cosine over the best cosine; keyword: BM25 over the best BM25 (among the candidates).
+    assert (a.parts["semantic"], b.parts["semantic"]) == (1.0, 0.5)
+    assert c.parts["semantic"] == pytest.approx(0.5 / 0.6, abs=1e-4)
     assert c.parts["keyword"] == 0.0
     assert a.parts["keyword"] == 0.25 and b.parts["keyword"] == 1.0
     assert a.parts["quality"] == pytest.approx(1.0)
