@@ -35,8 +35,9 @@ def test_database_security_finds_rls_multi_tenant_and_supabase_auth(demo_team):
     assert not response.degraded and response.fallback is None
 
 
-def test_frontend_state_management_finds_controlled_inputs_and_form_persistence(demo_team):
-    found = set(ids(run(demo_team, "frontend state management", limit=20)))
+def test_frontend_state_management_finds_tabs_form_persistence_and_controlled_inputs(demo_team):
+    found = set(ids(run(demo_team, "frontend state management", limit=15)))
+    assert "lesson-0071" in found  # tabs that unmount their panels
     assert found & {"lesson-0073", "lesson-0074"}  # controlled inputs
     assert found & {"lesson-0072", "lesson-0079"}  # forms that keep what was typed
     assert "lesson-0075" in found  # lifting state
