@@ -9,7 +9,8 @@ import json
 import pydantic
 from django.core.exceptions import ValidationError as DjangoValidationError
 
-# Names of handler parameters that hold a whole schema; they are not part of a field's name.
+# Names of handler parameters that hold a whole schema: ninja puts them first in an error's
+# location, but they are not part of the field's name.
 _PARAMETER_NAMES = {"payload", "params", "filters", "pagination"}
 
 
@@ -26,8 +27,10 @@ def error_body(detail: str, errors: list[dict] | None = None) -> dict:
     return {"detail": detail, "errors": errors or []}
 
 
-def _field_name(location) -> str:
-    parts = [str(part) for part in location if str(part) not in _PARAMETER_NAMES]
+def _field_name(location, *, drop_parameter: bool = False) -> str:
+    parts = [str(part) for part in location]
+    if drop_parameter and parts and parts[0] in _PARAMETER_NAMES:
+        parts = parts[1:]
     return ".".join(parts) or "body"
 
 
@@ -37,7 +40,7 @@ def _summary(errors: list[dict]) -> str:
 
 def ninja_validation_errors(errors: list[dict]) -> dict:
     """From ninja's errors, whose `loc` starts with where the value came from (body, query, path)."""
-    described = [{"field": _field_name(error["loc"][1:]), "message": error["msg"]} for error in errors]
+    described = [{"field": _field_name(error["loc"][1:], drop_parameter=True), "message": error["msg"]} for error in errors]
     return error_body(_summary(described), described)
 
 

@@ -34,7 +34,8 @@ from lessons.models import Team
 
 
 def _inline(node: Any, definitions: dict) -> Any:
-    """Resolve `$ref`s and drop schema titles: function-calling clients want one flat schema."""
+    """Resolve `$ref`s and drop schema titles and null defaults (as ninja's OpenAPI document does):
+    function-calling clients want one flat schema."""
     if isinstance(node, list):
         return [_inline(item, definitions) for item in node]
     if not isinstance(node, dict):
@@ -43,9 +44,12 @@ def _inline(node: Any, definitions: dict) -> Any:
         target = definitions[node["$ref"].rsplit("/", 1)[-1]]
         extra = {key: value for key, value in node.items() if key != "$ref"}
         return _inline({**target, **extra}, definitions)
+    if len(node.get("allOf", ())) == 1:  # OpenAPI's way of putting a description beside a $ref
+        extra = {key: value for key, value in node.items() if key != "allOf"}
+        return _inline({**node["allOf"][0], **extra}, definitions)
     clean = {}
     for key, value in node.items():
-        if key in ("$defs", "title"):
+        if key in ("$defs", "title") or (key == "default" and value is None):
             continue
         if key == "properties":
             clean[key] = {name: _inline(schema, definitions) for name, schema in value.items()}

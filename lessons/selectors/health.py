@@ -25,12 +25,12 @@ def model_status() -> dict:
 def system_health() -> dict:
     """`status` is ok, degraded (the model is unavailable: search falls back to words), or
     unavailable (no database: nothing works)."""
-    from lessons.selectors.embeddings import embedding_coverage
-
     database = database_status()
     model = model_status()
     if not database["ok"]:
         return {"status": "unavailable", "database": database, "model": model, "embeddings": {}}
+    from lessons.selectors.embeddings import embedding_coverage  # the embedding branch's selector
+
     return {
         "status": "ok" if model["available"] else "degraded",
         "database": database,
