@@ -83,6 +83,9 @@ def build_server(*, team: Team) -> Server:
         except DatabaseError as error:
             logger.error("database unavailable: %s", error)
             return _error(errors.database_unavailable(error))
+        except Exception as error:  # an agent gets a tool error, never a dead session; the log has the trace
+            logger.exception("tool %s failed", params.name)
+            return _error(errors.error_body(f"internal error ({type(error).__name__}); it has been logged"))
         return call_tool_result(result=result)
 
     return Server(
