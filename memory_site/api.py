@@ -8,7 +8,7 @@ import logging
 import pydantic
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
@@ -90,6 +90,22 @@ def http_error(request, exc: HttpError):
     if isinstance(exc.__cause__, (json.JSONDecodeError, UnicodeDecodeError, ValueError)):
         return _answer(request, errors.malformed_json(exc.__cause__), 400)
     return _answer(request, errors.error_body(exc.message), exc.status_code)
+
+
+@api.exception_handler(DataError)
+def unstorable_value(request, exc: DataError):
+    # The schemas refuse what they know the database refuses; this is the backstop.
+    return _answer(request, errors.error_body(f"body: a value the database cannot store ({_first_line(exc)})"), 422)
+
+
+@api.exception_handler(IntegrityError)
+def conflict(request, exc: IntegrityError):
+    # Two writers racing past the services' uniqueness check: the second one hears 409.
+    return _answer(request, errors.error_body(f"conflicts with an existing row ({_first_line(exc)})"), 409)
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 @api.exception_handler(OperationalError)

@@ -40,7 +40,9 @@ def _summary(errors: list[dict]) -> str:
 
 def ninja_validation_errors(errors: list[dict]) -> dict:
     """From ninja's errors, whose `loc` starts with where the value came from (body, query, path)."""
-    described = [{"field": _field_name(error["loc"][1:], drop_parameter=True), "message": error["msg"]} for error in errors]
+    described = [
+        {"field": _field_name(error["loc"][1:], drop_parameter=True), "message": error["msg"]} for error in errors
+    ]
     return error_body(_summary(described), described)
 
 

@@ -5,8 +5,8 @@ and no schema has an embedding field, so vectors never leave the server.
 The agent tools (`GET /tools`, MCP) are generated from these same input classes.
 """
 
-from datetime import datetime
-from typing import Annotated, Literal
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
 
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
 from pydantic import ConfigDict, field_validator
@@ -31,7 +31,31 @@ ModeName = Literal[MODES]  # type: ignore[valid-type]
 FusionName = Literal[FUSIONS]  # type: ignore[valid-type]
 
 
-class StrictIn(Schema):
+def _refuse_nul(value: Any) -> Any:
+    """PostgreSQL text cannot hold NUL characters: refuse them here, naming the field, rather
+    than fail in the database."""
+    if isinstance(value, str) and "\x00" in value:
+        raise ValueError("text cannot contain NUL characters (code 0)")
+    if isinstance(value, list):
+        for item in value:
+            _refuse_nul(item)
+    return value
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """A date-time without a time zone is taken as UTC (as the imports do)."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
+
+
+class TextIn(Schema):
+    """Every input schema: no NUL characters in any text."""
+
+    _no_nul = field_validator("*")(_refuse_nul)
+
+
+class StrictIn(TextIn):
     """Request bodies: an unknown field is an error naming it (a typo must not be silently ignored).
     Query-string schemas stay lenient, since the query string also carries `team`, `limit`..."""
 
@@ -141,6 +165,7 @@ class LessonFilters(FilterSchema):
     external_id: Annotated[str | None, FilterLookup("external_id")] = None
 
     _lowercase_terms = field_validator("category", "tech_stack", "project_type", "tag")(_lowercase)
+    _no_nul = field_validator("*")(_refuse_nul)
 
 
 # --- memories ------------------------------------------------------------------------------
@@ -187,6 +212,8 @@ class MemoryIn(StrictIn):
     occurred_at: datetime | None = None
     external_id: str | None = Field(None, max_length=200)
 
+    _aware = field_validator("occurred_at")(_aware)
+
 
 class MemoryPatch(StrictIn):
     """Only the fields sent are changed; a new content or details keeps the old text as a version."""
@@ -200,6 +227,8 @@ class MemoryPatch(StrictIn):
     occurred_at: datetime | None = None
     external_id: str | None = Field(None, max_length=200)
 
+    _aware = field_validator("occurred_at")(_aware)
+
 
 class MemoryFilters(FilterSchema):
     text: Annotated[str | None, FilterLookup(["content__icontains", "details__icontains"])] = Field(
@@ -212,6 +241,7 @@ class MemoryFilters(FilterSchema):
     external_id: Annotated[str | None, FilterLookup("external_id")] = None
 
     _lowercase_terms = field_validator("category", "emotion")(_lowercase)
+    _no_nul = field_validator("*")(_refuse_nul)
 
 
 # --- search --------------------------------------------------------------------------------
@@ -233,6 +263,8 @@ class SearchFiltersIn(StrictIn):
     until: datetime | None = None
     include_versions: bool = Field(False, description="Memories: also search earlier versions.")
 
+    _aware = field_validator("since", "until")(_aware)
+
 
 class SearchWeightsIn(StrictIn):
     semantic: float = Field(ge=0.0, le=1.0)
@@ -242,7 +274,9 @@ class SearchWeightsIn(StrictIn):
 
 class SearchIn(StrictIn):
     query: str = Field(
-        min_length=1, max_length=MAX_QUERY_CHARS, description=f"What to look for, in words (at most {MAX_QUERY_CHARS} characters)."
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description=f"What to look for, in words (at most {MAX_QUERY_CHARS} characters).",
     )
     kind: KindName = "lessons"
     mode: ModeName = Field("hybrid", description="hybrid (meaning + words + quality), semantic, or text.")
@@ -286,14 +320,14 @@ class SearchOut(Schema):
 # --- lessons: agent shortcuts ---------------------------------------------------------------
 
 
-class RelevantLessonsQuery(Schema):
+class RelevantLessonsQuery(TextIn):
     project_type: str | None = Field(None, max_length=MAX_TERM_CHARS, description="e.g. saas, api, cli")
     tech_stack: Terms = Field([], description="e.g. nextjs, postgresql")
     phase: str | None = Field(None, max_length=MAX_TERM_CHARS, description="e.g. discovery, build, deploy")
     limit: Limit = 15
 
 
-class PatternsQuery(Schema):
+class PatternsQuery(TextIn):
     feature: str = Field(
         min_length=1, max_length=MAX_QUERY_CHARS, description="The feature you are about to build, e.g. Authentication."
     )
@@ -312,21 +346,21 @@ class SessionIn(StrictIn):
 # --- memories: agent shortcuts --------------------------------------------------------------
 
 
-class MemoryLimitQuery(Schema):
+class MemoryLimitQuery(TextIn):
     limit: Limit = 50
 
 
-class EventsQuery(Schema):
+class EventsQuery(TextIn):
     days: int = Field(30, ge=1, le=36_500, description="How far back, in days.")
     limit: Limit = 50
 
 
-class ByPersonQuery(Schema):
+class ByPersonQuery(TextIn):
     name: str = Field(min_length=1, max_length=200, description="The person's name.")
     limit: Limit = 20
 
 
-class ByEmotionQuery(Schema):
+class ByEmotionQuery(TextIn):
     emotion: str = Field(
         min_length=1, max_length=MAX_TERM_CHARS, description="happy, sad, anxious, panic, excited, ..."
     )

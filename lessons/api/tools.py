@@ -85,7 +85,8 @@ class AgentTool:
         return function_parameters(self.input.model_json_schema(), fixed=tuple(self.fixed))
 
     def as_function(self) -> dict:
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters()}}
+        function = {"name": self.name, "description": self.description, "parameters": self.parameters()}
+        return {"type": "function", "function": function}
 
     def call(self, *, team: Team, arguments: dict | None) -> Any:
         """Validate `arguments` with the endpoint's schema (raises pydantic.ValidationError), run

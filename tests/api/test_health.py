@@ -16,7 +16,11 @@ def test_health_reports_database_model_and_coverage(team):
     backend = get_embedding_backend()
     assert body["database"]["ok"] is True
     assert body["database"]["pgvector"]
-    assert body["model"] == {"name": backend.model_name, "available": backend.available, "reason": backend.unavailable_reason}
+    assert body["model"] == {
+        "name": backend.model_name,
+        "available": backend.available,
+        "reason": backend.unavailable_reason,
+    }
     assert body["status"] == ("ok" if backend.available else "degraded")
     lessons = body["embeddings"]["lessons"]
     assert set(lessons) == {"fresh", "stale", "missing"}

@@ -128,3 +128,17 @@ def test_created_lessons_belong_to_the_keys_team_only(api, other_api, team, othe
     api.post("/lessons", {"title": "Ours"})
     assert other_api.get("/lessons").json()["count"] == 0
     assert Lesson.objects.get().team == team
+
+
+def test_text_with_nul_characters_is_422_naming_the_field(api):
+    response = api.post("/lessons", {"title": "a\u0000b"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "title"
+    assert api.get("/lessons", {"text": "a\u0000"}).status_code == 422
+
+
+def test_duplicate_external_id_is_422(api):
+    assert api.post("/lessons", {"title": "x", "external_id": "e1"}).status_code == 201
+    response = api.post("/lessons", {"title": "y", "external_id": "e1"})
+    assert response.status_code == 422
+    assert "External id" in response.json()["detail"]

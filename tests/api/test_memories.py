@@ -58,7 +58,11 @@ def test_list_is_paginated_and_filtered(api, team):
 
 @pytest.mark.parametrize(
     "body, field",
-    [({}, "content"), ({"content": "x", "importance": 11}, "importance"), ({"content": "x", "occurred_at": "soon"}, "occurred_at")],
+    [
+        ({}, "content"),
+        ({"content": "x", "importance": 11}, "importance"),
+        ({"content": "x", "occurred_at": "soon"}, "occurred_at"),
+    ],
 )
 def test_bad_memories_are_422_naming_the_field(api, body, field):
     response = api.post("/memories", body)
@@ -67,7 +71,9 @@ def test_bad_memories_are_422_naming_the_field(api, body, field):
     assert not Memory.objects.exists()
 
 
-@pytest.mark.parametrize("params, field", [({"limit": -1}, "limit"), ({"limit": 0}, "limit"), ({"offset": -5}, "offset")])
+@pytest.mark.parametrize(
+    "params, field", [({"limit": -1}, "limit"), ({"limit": 0}, "limit"), ({"offset": -5}, "offset")]
+)
 def test_bad_pagination_is_422_naming_the_field(api, params, field):
     response = api.get("/memories", params)
     assert response.status_code == 422
@@ -84,3 +90,10 @@ def test_another_teams_memory_does_not_exist_for_any_verb(api, other_team):
     assert api.get("/memories").json()["count"] == 0
     theirs.refresh_from_db()
     assert theirs.content == "Their diary" and theirs.version == 1
+
+
+def test_a_date_without_time_zone_is_taken_as_utc(api):
+    response = api.post("/memories", {"content": "New year", "occurred_at": "2020-01-01T00:00:00"})
+    assert response.status_code == 201
+    assert response.json()["occurred_at"] == "2020-01-01T00:00:00Z"
+    assert Memory.objects.get().occurred_at.isoformat() == "2020-01-01T00:00:00+00:00"

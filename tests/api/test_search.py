@@ -73,7 +73,12 @@ def test_search_memories_with_filters_and_explain(api, team, other_team):
     memory_create(team=other_team, content="Had a panic attack on the crowded train", emotions=["panic"])
     response = api.post(
         "/search",
-        {"query": "anxiety on public transport", "kind": "memories", "explain": True, "filters": {"emotions": ["panic"]}},
+        {
+            "query": "anxiety on public transport",
+            "kind": "memories",
+            "explain": True,
+            "filters": {"emotions": ["panic"]},
+        },
     )
     assert response.status_code == 200, response.content
     results = response.json()["results"]

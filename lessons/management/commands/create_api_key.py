@@ -21,7 +21,8 @@ class Command(BaseCommand):
         try:
             api_key, raw_key = api_key_create(team=team_row, name=name)
         except ValidationError as error:
-            raise CommandError("; ".join(f"--{field}: {' '.join(msgs)}" for field, msgs in error.message_dict.items())) from error
+            problems = (f"--{field}: {' '.join(messages)}" for field, messages in error.message_dict.items())
+            raise CommandError("; ".join(problems)) from error
         self.stdout.write(
             f"Created API key {api_key.name!r} for team {team_row.slug} (prefix {api_key.prefix}). "
             "Copy it now; it cannot be shown again:"
