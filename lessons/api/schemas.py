@@ -302,7 +302,8 @@ class SearchHitOut(Schema):
     score: float = 0.0
     relevance: str = ""
     found_by: list[str] = []
-    explanation: dict | None = None
+    collapsed_ids: list[int] = Field([], description="Earlier versions folded into this memory.")
+    explanation: dict | None = Field(None, description="With explain: how the score was made.")
 
 
 class SearchOut(Schema):
@@ -315,6 +316,7 @@ class SearchOut(Schema):
     timings_ms: dict[str, float] = {}
     results: list[SearchHitOut] = []
     candidates: dict[str, int] = {}
+    context_keywords: list[str] = []
 
 
 # --- lessons: agent shortcuts ---------------------------------------------------------------

@@ -47,7 +47,20 @@ def test_a_json_array_is_not_a_search(api):
     assert response.status_code == 422
 
 
-def test_search_finds_the_teams_lesson_by_meaning_and_never_another_teams(api, team, other_team):
+def test_search_finds_the_teams_lesson_by_meaning_and_never_another_teams(
+    api, team, other_team, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):  # embedding runs after commit
+        ours, theirs = _rls_lessons(team, other_team)
+    response = api.post("/search", {"query": "database security for SaaS tenants", "limit": 5})
+    assert response.status_code == 200, response.content
+    ids = [hit["id"] for hit in response.json()["results"]]
+    assert ids[0] == ours.pk
+    assert theirs.pk not in ids
+    assert all("embedding" not in hit["fields"] for hit in response.json()["results"])
+
+
+def _rls_lessons(team, other_team):
     ours = lesson_create(
         team=team,
         title="Enable row level security on every multi-tenant table",
@@ -59,18 +72,14 @@ def test_search_finds_the_teams_lesson_by_meaning_and_never_another_teams(api, t
         title="Enable row level security on every multi-tenant table",
         description="Without RLS one tenant could read another tenant's rows through the API.",
     )
-    response = api.post("/search", {"query": "database security for SaaS tenants", "limit": 5})
-    assert response.status_code == 200, response.content
-    ids = [hit["id"] for hit in response.json()["results"]]
-    assert ids[0] == ours.pk
-    assert theirs.pk not in ids
-    assert all("embedding" not in hit["fields"] for hit in response.json()["results"])
+    return ours, theirs
 
 
-def test_search_memories_with_filters_and_explain(api, team, other_team):
-    mine = memory_create(team=team, content="Had a panic attack on the crowded train", emotions=["panic"])
-    memory_create(team=team, content="Started learning the guitar", categories=["interest"])
-    memory_create(team=other_team, content="Had a panic attack on the crowded train", emotions=["panic"])
+def test_search_memories_with_filters_and_explain(api, team, other_team, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        mine = memory_create(team=team, content="Had a panic attack on the crowded train", emotions=["panic"])
+        memory_create(team=team, content="Started learning the guitar", categories=["interest"])
+        memory_create(team=other_team, content="Had a panic attack on the crowded train", emotions=["panic"])
     response = api.post(
         "/search",
         {
@@ -84,3 +93,26 @@ def test_search_memories_with_filters_and_explain(api, team, other_team):
     results = response.json()["results"]
     assert [hit["id"] for hit in results] == [mine.pk]
     assert results[0]["explanation"] is not None
+
+
+def test_a_lesson_stored_through_the_api_is_then_found_by_search(api, django_capture_on_commit_callbacks):
+    # The README's curl example, in a test: store, then search by meaning.
+    with django_capture_on_commit_callbacks(execute=True):
+        created = api.post(
+            "/lessons",
+            {
+                "title": "Enable row level security on every multi-tenant table",
+                "description": "Without RLS one tenant could read another tenant's rows through the API.",
+                "recommendation": "Turn RLS on in the migration that creates the table.",
+                "category": "security",
+                "tech_stacks": ["postgresql", "supabase"],
+                "confidence": 0.9,
+            },
+        )
+        api.post("/lessons", {"title": "Prefer CSS grid for page layout", "category": "frontend"})
+    assert created.status_code == 201
+    response = api.post("/search", {"query": "database security for SaaS tenants", "limit": 5, "explain": True})
+    assert response.status_code == 200, response.content
+    results = response.json()["results"]
+    assert results[0]["id"] == created.json()["id"]
+    assert results[0]["explanation"]

@@ -18,18 +18,20 @@ def _ids(response):
 
 
 @pytest.fixture
-def lessons(team, other_team):
+def lessons(team, other_team, django_capture_on_commit_callbacks):
     rows = {}
-    for owner, suffix in ((team, "ours"), (other_team, "theirs")):
-        rows[f"auth_{suffix}"] = lesson_create(
-            team=owner,
-            title="Use short-lived JWTs with refresh token rotation",
-            description="Login sessions were hijacked because access tokens lived for a week.",
-            category="security",
-            tech_stacks=["nextjs"],
-            project_types=["saas"],
-        )
-    rows["css"] = lesson_create(team=team, title="Prefer CSS grid for page layout", category="frontend")
+    # Embedding runs after commit, as in production.
+    with django_capture_on_commit_callbacks(execute=True):
+        for owner, suffix in ((team, "ours"), (other_team, "theirs")):
+            rows[f"auth_{suffix}"] = lesson_create(
+                team=owner,
+                title="Authentication: short-lived JWTs with refresh token rotation",
+                description="Login sessions were hijacked because access tokens lived for a week.",
+                category="security",
+                tech_stacks=["nextjs"],
+                project_types=["saas"],
+            )
+        rows["css"] = lesson_create(team=team, title="Prefer CSS grid for page layout", category="frontend")
     return rows
 
 
@@ -40,9 +42,11 @@ def test_relevant_lessons(api, lessons):
 
 
 def test_patterns_for_a_feature(api, lessons):
-    ids = _ids(api.get("/lessons/patterns", {"feature": "Authentication", "limit": 3}))
+    response = api.get("/lessons/patterns", {"feature": "Authentication", "limit": 3})
+    ids = _ids(response)
     assert ids[0] == lessons["auth_ours"].pk
     assert lessons["auth_theirs"].pk not in ids
+    assert response.json()["fallback"] is None  # found, not the recency fallback
 
 
 def test_lessons_for_a_session(api, lessons):
@@ -52,7 +56,12 @@ def test_lessons_for_a_session(api, lessons):
 
 
 @pytest.fixture
-def memories(team, other_team):
+def memories(team, other_team, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        return _memories(team, other_team)
+
+
+def _memories(team, other_team):
     rows = {}
     for owner, suffix in ((team, "ours"), (other_team, "theirs")):
         rows[f"sam_{suffix}"] = memory_create(
@@ -100,9 +109,11 @@ def test_by_emotion(api, memories):
     assert memories["panic_ours"].pk in ids and memories["panic_theirs"].pk not in ids
 
 
-def test_search_versions_finds_an_earlier_text(api, team):
-    memory = memory_create(team=team, content="Works at a bakery in Porto")
-    memory_update(memory=memory, content="Works as a nurse in Lisbon")
+def test_search_versions_finds_an_earlier_text(api, team, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        memory = memory_create(team=team, content="Works at a bakery in Porto")
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_update(memory=memory, content="Works as a nurse in Lisbon")
     response = api.post("/memories/search-versions", {"query": "bakery job"})
     found = response.json()["results"]
     assert response.status_code == 200
