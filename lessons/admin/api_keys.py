@@ -21,15 +21,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
             return ("team", "name")
         return ("team", "name", "prefix", "created_at", "last_used_at", "revoked_at")
 
-    def get_readonly_fields(self, request, obj=None):
-        if obj is None:
-            return ()
-        return ("team", "prefix", "created_at", "last_used_at", "revoked_at")
+    def has_change_permission(self, request, obj=None):
+        return obj is None  # a key is never edited: revoke it and create another
 
     def save_model(self, request, obj, form, change):
-        if change:
-            obj.save(update_fields=["name"])
-            return
         created, raw_key = api_key_create(team=form.cleaned_data["team"], name=form.cleaned_data["name"])
         obj.__dict__.update(created.__dict__)  # the admin goes on with the saved row
         messages.warning(

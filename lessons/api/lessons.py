@@ -1,9 +1,10 @@
 """Lessons: list, read, write, the propose / accept / reject workflow, and the agents' shortcuts."""
 
 from ninja import Path, Query, Router
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from lessons.api import operations
+from lessons.api.pagination import Pages
 from lessons.api.schemas import (
     ErrorOut,
     LessonFilters,
@@ -27,7 +28,7 @@ NOT_FOUND = {404: ErrorOut}
 
 
 @router.get("/lessons", response=list[LessonOut])
-@paginate(LimitOffsetPagination)
+@paginate(Pages)
 def list_lessons(request, filters: Query[LessonFilters]):
     return lesson_list(team=request.auth.team, filters=filters)
 

@@ -2,9 +2,10 @@
 agents' shortcuts (friends, interests, events, by person, by emotion, across versions)."""
 
 from ninja import Path, Query, Router
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from lessons.api import operations
+from lessons.api.pagination import Pages
 from lessons.api.lessons import MAX_ID
 from lessons.api.schemas import (
     ByEmotionQuery,
@@ -30,7 +31,7 @@ NOT_FOUND = {404: ErrorOut}
 
 
 @router.get("/memories", response=list[MemoryOut])
-@paginate(LimitOffsetPagination)
+@paginate(Pages)
 def list_memories(request, filters: Query[MemoryFilters]):
     return memory_list(team=request.auth.team, filters=filters)
 

@@ -12,7 +12,7 @@ from lessons.models import Lesson, Memory, Team
 
 
 def lesson_list(*, team: Team, filters: FilterSchema | None = None) -> QuerySet[Lesson]:
-    lessons = Lesson.objects.filter(team=team).defer("embedding").order_by("-updated_at", "-id")
+    lessons = Lesson.objects.filter(team=team).defer("embedding", "search_vector").order_by("-updated_at", "-id")
     return filters.filter(lessons) if filters is not None else lessons
 
 
@@ -26,7 +26,7 @@ def lesson_get(*, team: Team, lesson_id: int) -> Lesson:
 def memory_list(*, team: Team, filters: FilterSchema | None = None) -> QuerySet[Memory]:
     """Current memories only; earlier versions are reached through `memory_versions`."""
     memories = (
-        Memory.objects.filter(team=team, current_version__isnull=True).defer("embedding").order_by("-updated_at", "-id")
+        Memory.objects.filter(team=team, current_version__isnull=True).defer("embedding", "search_vector").order_by("-updated_at", "-id")
     )
     return filters.filter(memories) if filters is not None else memories
 
@@ -40,5 +40,5 @@ def memory_get(*, team: Team, memory_id: int) -> Memory:
 
 def memory_versions(*, memory: Memory) -> list[Memory]:
     """The memory as it stands and every earlier text of it, newest first."""
-    earlier = list(memory.previous_versions.defer("embedding").order_by("-version"))
+    earlier = list(memory.previous_versions.defer("embedding", "search_vector").order_by("-version"))
     return [memory, *earlier]

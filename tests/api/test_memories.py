@@ -72,7 +72,8 @@ def test_bad_memories_are_422_naming_the_field(api, body, field):
 
 
 @pytest.mark.parametrize(
-    "params, field", [({"limit": -1}, "limit"), ({"limit": 0}, "limit"), ({"offset": -5}, "offset")]
+    "params, field",
+    [({"limit": -1}, "limit"), ({"limit": 0}, "limit"), ({"limit": 101}, "limit"), ({"offset": -5}, "offset")],
 )
 def test_bad_pagination_is_422_naming_the_field(api, params, field):
     response = api.get("/memories", params)
