@@ -6,7 +6,8 @@ import json
 import logging
 
 import pydantic
-from django.core.exceptions import ObjectDoesNotExist
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError
 from ninja import NinjaAPI
@@ -72,6 +73,13 @@ def invalid_search(request, exc: SearchRequestError):
 @api.exception_handler(ObjectDoesNotExist)
 def not_found(request, exc: ObjectDoesNotExist):
     return _answer(request, errors.error_body(str(exc) or "not found"), 404)
+
+
+@api.exception_handler(RequestDataTooBig)
+def body_too_large(request, exc: RequestDataTooBig):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    message = f"the body is larger than the limit of {limit:,} bytes"
+    return _answer(request, errors.error_body(f"body: {message}", [{"field": "body", "message": message}]), 413)
 
 
 @api.exception_handler(AuthenticationError)

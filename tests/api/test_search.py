@@ -116,3 +116,9 @@ def test_a_lesson_stored_through_the_api_is_then_found_by_search(api, django_cap
     results = response.json()["results"]
     assert results[0]["id"] == created.json()["id"]
     assert results[0]["explanation"]
+
+
+def test_a_body_over_the_upload_limit_is_413_saying_the_limit(api, settings):
+    response = api.post("/search", {"query": "x", "context": "y" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)})
+    assert response.status_code == 413
+    assert f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,}" in response.json()["detail"]
