@@ -117,7 +117,8 @@ def _test_database_url() -> str:
     settings = connection.settings_dict
     host = settings["HOST"] or settings.get("OPTIONS", {}).get("host", "")
     port = settings["PORT"] or settings.get("OPTIONS", {}).get("port", "")
-    return f"postgres://{quote(settings['USER'])}@/{settings['NAME']}?host={quote(str(host))}&port={port}"
+    credentials = quote(settings["USER"]) + (f":{quote(settings['PASSWORD'])}" if settings.get("PASSWORD") else "")
+    return f"postgres://{credentials}@/{settings['NAME']}?host={quote(str(host))}&port={port}"
 
 
 def test_manage_py_mcp_over_stdio_with_an_api_key(team, other_team):
