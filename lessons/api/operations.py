@@ -2,8 +2,8 @@
 
 The HTTP handlers and the agent tools (`GET /tools`, the MCP server) both call these, with the
 same input schema, so an endpoint and its tool cannot behave differently. Each one calls a single
-selector or service. The search engine's modules are imported where used: they are loaded on the
-first search, not when the web process starts.
+selector or service. The search engine's modules are imported inside the functions that use them,
+so the API (and its URLconf) loads even where the engine cannot, and only a search fails then.
 """
 
 from lessons.api.schemas import (
