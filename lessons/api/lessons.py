@@ -12,6 +12,7 @@ from lessons.api.schemas import (
     LessonOut,
     LessonPatch,
     LessonProposeIn,
+    MAX_ID,
     PatternsQuery,
     RelevantLessonsQuery,
     SearchOut,
@@ -22,7 +23,6 @@ from lessons.services import lessons as lesson_services
 
 router = Router(tags=["lessons"])
 
-MAX_ID = 2**63 - 1  # PostgreSQL bigint: a larger id is simply not found, never a database error
 LessonId = Path(..., ge=1, le=MAX_ID, description="The lesson's id.")
 NOT_FOUND = {404: ErrorOut}
 

@@ -6,12 +6,12 @@ from ninja.pagination import paginate
 
 from lessons.api import operations
 from lessons.api.pagination import Pages
-from lessons.api.lessons import MAX_ID
 from lessons.api.schemas import (
     ByEmotionQuery,
     ByPersonQuery,
     ErrorOut,
     EventsQuery,
+    MAX_ID,
     MemoryFilters,
     MemoryIn,
     MemoryLimitQuery,

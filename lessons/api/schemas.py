@@ -18,6 +18,7 @@ from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, M
 MAX_TEXT_CHARS = 20_000
 MAX_TERM_CHARS = 64
 MAX_TERMS = 50
+MAX_ID = 2**63 - 1  # PostgreSQL bigint: a larger id is refused as input, never a database error
 
 LessonStatusName = Literal["proposed", "confirmed", "rejected"]
 Term = Annotated[str, Field(min_length=1, max_length=MAX_TERM_CHARS)]
