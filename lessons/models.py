@@ -248,3 +248,28 @@ class Memory(EmbeddedMixin):
     @property
     def is_current(self) -> bool:
         return self.current_version_id is None
+
+
+class ApiKey(models.Model):
+    """A team's key for the JSON API and the MCP server. Only the SHA-256 of the key is stored;
+    `prefix` (the key's first characters) lets people tell keys apart in the admin and logs."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200, help_text="Who or what uses this key, e.g. 'coding assistant'.")
+    prefix = models.CharField(max_length=16, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["team", "name", "-created_at"]
+        verbose_name = "API key"
+        constraints = [models.CheckConstraint(condition=~Q(name=""), name="api_key_name_not_empty")]
+
+    def __str__(self):
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -1,5 +1,130 @@
-"""The project's one NinjaAPI; each concern of the `lessons` app adds its router here."""
+"""The project's one NinjaAPI; each concern of the `lessons` app adds its router here, and every
+error is mapped to an answer here, once, so all handlers answer bad input the same way:
+`{"detail": "field: what is wrong", "errors": [{"field": ..., "message": ...}]}`."""
 
+import json
+import logging
+
+import pydantic
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError
 from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import ValidationError as NinjaValidationError
 
-api = NinjaAPI(title="Memory Store API", version="1.0.0", urls_namespace="api-v1")
+from lessons.api import errors
+from lessons.api.auth import api_auth
+from lessons.api.health import router as health_router
+from lessons.api.lessons import router as lessons_router
+from lessons.api.memories import router as memories_router
+from lessons.api.search import router as search_router
+from lessons.api.tools import router as tools_router
+from lessons.search.types import SearchRequestError
+
+logger = logging.getLogger("lessons.api")
+
+api = NinjaAPI(
+    title="Memory Store API",
+    version="1.0.0",
+    description=(
+        "Lessons learned and personal memories for AI agents, found by hybrid search. "
+        "Authenticate with `Authorization: Bearer <key>`; every request sees only the key's team. "
+        "Staff signed in to the admin may call the API from the browser for any team, named with the "
+        "`X-Team: <slug>` header or the `?team=<slug>` query parameter."
+    ),
+    urls_namespace="api-v1",
+    auth=api_auth,
+)
+
+api.add_router("", search_router)
+api.add_router("", lessons_router)
+api.add_router("", memories_router)
+api.add_router("", health_router)
+api.add_router("", tools_router)
+
+
+def _answer(request, body: dict, status: int):
+    return api.create_response(request, body, status=status)
+
+
+@api.exception_handler(NinjaValidationError)
+def invalid_input(request, exc: NinjaValidationError):
+    return _answer(request, errors.ninja_validation_errors(exc.errors), 422)
+
+
+@api.exception_handler(pydantic.ValidationError)
+def invalid_value(request, exc: pydantic.ValidationError):
+    return _answer(request, errors.pydantic_validation_errors(exc), 422)
+
+
+@api.exception_handler(DjangoValidationError)
+def invalid_row(request, exc: DjangoValidationError):
+    return _answer(request, errors.django_validation_errors(exc), 422)
+
+
+@api.exception_handler(SearchRequestError)
+def invalid_search(request, exc: SearchRequestError):
+    body = errors.error_body(f"{exc.field}: {exc.message}", [{"field": exc.field, "message": exc.message}])
+    return _answer(request, body, 422)
+
+
+@api.exception_handler(ObjectDoesNotExist)
+def not_found(request, exc: ObjectDoesNotExist):
+    return _answer(request, errors.error_body(str(exc) or "not found"), 404)
+
+
+@api.exception_handler(RequestDataTooBig)
+def body_too_large(request, exc: RequestDataTooBig):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    message = f"the body is larger than the limit of {limit:,} bytes"
+    return _answer(request, errors.error_body(f"body: {message}", [{"field": "body", "message": message}]), 413)
+
+
+@api.exception_handler(AuthenticationError)
+def unauthenticated(request, exc: AuthenticationError):
+    detail = "send a valid API key as 'Authorization: Bearer <key>' (it is missing, unknown or revoked)"
+    return _answer(request, errors.error_body(detail), 401)
+
+
+@api.exception_handler(errors.TeamChoiceError)
+def no_team_chosen(request, exc: errors.TeamChoiceError):
+    return _answer(request, errors.error_body(exc.message, [{"field": "X-Team", "message": exc.message}]), exc.status)
+
+
+@api.exception_handler(HttpError)
+def http_error(request, exc: HttpError):
+    if isinstance(exc.__cause__, (json.JSONDecodeError, UnicodeDecodeError, ValueError)):
+        return _answer(request, errors.malformed_json(exc.__cause__), 400)
+    return _answer(request, errors.error_body(exc.message), exc.status_code)
+
+
+@api.exception_handler(DataError)
+def unstorable_value(request, exc: DataError):
+    # The schemas refuse what they know the database refuses; this is the backstop.
+    return _answer(request, errors.error_body(f"body: a value the database cannot store ({_first_line(exc)})"), 422)
+
+
+@api.exception_handler(IntegrityError)
+def conflict(request, exc: IntegrityError):
+    # Two writers racing past the services' uniqueness check: the second one hears 409.
+    return _answer(request, errors.error_body(f"conflicts with an existing row ({_first_line(exc)})"), 409)
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def database_down(request, exc: DatabaseError):
+    logger.error("database unavailable: %s", exc)
+    return _answer(request, errors.database_unavailable(exc), 503)
+
+
+@api.exception_handler(Exception)
+def unexpected(request, exc: Exception):
+    # Never a traceback to the caller; the log has it.
+    logger.exception("unexpected error in %s %s", request.method, request.path)
+    return _answer(request, errors.error_body(f"internal error ({type(exc).__name__}); it has been logged"), 500)

@@ -1,0 +1,78 @@
+"""How every failure is described to an agent: `{"detail": "...", "errors": [{"field", "message"}]}`.
+
+`memory_site/api.py` maps exceptions to these bodies once, with `@api.exception_handler`; the MCP
+server uses the same functions, so both speak the same language about bad input.
+"""
+
+import json
+
+import pydantic
+from django.core.exceptions import ValidationError as DjangoValidationError
+
+# Names of handler parameters that hold a whole schema: ninja puts them first in an error's
+# location, but they are not part of the field's name.
+_PARAMETER_NAMES = {"payload", "params", "filters", "pagination"}
+
+
+class TeamChoiceError(Exception):
+    """Staff using the API from the admin session did not name a usable team."""
+
+    def __init__(self, message: str, *, status: int = 400):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def error_body(detail: str, errors: list[dict] | None = None) -> dict:
+    return {"detail": detail, "errors": errors or []}
+
+
+def _field_name(location, *, drop_parameter: bool = False) -> str:
+    parts = [str(part) for part in location]
+    if drop_parameter and parts and parts[0] in _PARAMETER_NAMES:
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def _summary(errors: list[dict]) -> str:
+    return "; ".join(f"{error['field']}: {error['message']}" for error in errors)
+
+
+def ninja_validation_errors(errors: list[dict]) -> dict:
+    """From ninja's errors, whose `loc` starts with where the value came from (body, query, path)."""
+    described = [
+        {"field": _field_name(error["loc"][1:], drop_parameter=True), "message": error["msg"]} for error in errors
+    ]
+    return error_body(_summary(described), described)
+
+
+def pydantic_validation_errors(error: pydantic.ValidationError) -> dict:
+    described = [
+        {"field": _field_name(item["loc"]), "message": item["msg"]} for item in error.errors(include_url=False)
+    ]
+    return error_body(_summary(described), described)
+
+
+def django_validation_errors(error: DjangoValidationError) -> dict:
+    """The services' model validation: `message_dict` names the fields."""
+    if hasattr(error, "error_dict"):
+        described = [
+            {"field": "body" if name == "__all__" else name, "message": " ".join(messages)}
+            for name, messages in error.message_dict.items()
+        ]
+    else:
+        described = [{"field": "body", "message": " ".join(error.messages)}]
+    return error_body(_summary(described), described)
+
+
+def malformed_json(error: Exception) -> dict:
+    if isinstance(error, json.JSONDecodeError):
+        message = f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+    else:
+        message = f"the body could not be read as JSON: {error}"
+    return error_body(f"body: {message}", [{"field": "body", "message": message}])
+
+
+def database_unavailable(error: Exception) -> dict:
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return error_body(f"the database is unavailable: {reason}")

@@ -1,0 +1,93 @@
+"""Memories: list, read, write (a new text keeps the old one as a version), versions, and the
+agents' shortcuts (friends, interests, events, by person, by emotion, across versions)."""
+
+from ninja import Path, Query, Router
+from ninja.pagination import paginate
+
+from lessons.api import operations
+from lessons.api.pagination import Pages
+from lessons.api.schemas import (
+    ByEmotionQuery,
+    ByPersonQuery,
+    ErrorOut,
+    EventsQuery,
+    MAX_ID,
+    MemoryFilters,
+    MemoryIn,
+    MemoryLimitQuery,
+    MemoryOut,
+    MemoryPatch,
+    MemoryVersionOut,
+    SearchOut,
+    SearchVersionsIn,
+)
+from lessons.selectors.listing import memory_get, memory_list, memory_versions
+from lessons.services import memories as memory_services
+
+router = Router(tags=["memories"])
+
+MemoryId = Path(..., ge=1, le=MAX_ID, description="The memory's id (its current version).")
+NOT_FOUND = {404: ErrorOut}
+
+
+@router.get("/memories", response=list[MemoryOut])
+@paginate(Pages)
+def list_memories(request, filters: Query[MemoryFilters]):
+    return memory_list(team=request.auth.team, filters=filters)
+
+
+@router.post("/memories", response={201: MemoryOut, 422: ErrorOut})
+def create_memory(request, payload: MemoryIn):
+    return 201, operations.store_memory(team=request.auth.team, payload=payload)
+
+
+@router.get("/memories/friends", response=SearchOut)
+def friends(request, params: Query[MemoryLimitQuery]):
+    return operations.friends(team=request.auth.team, payload=params)
+
+
+@router.get("/memories/interests", response=SearchOut)
+def interests(request, params: Query[MemoryLimitQuery]):
+    return operations.interests(team=request.auth.team, payload=params)
+
+
+@router.get("/memories/events", response=SearchOut)
+def events(request, params: Query[EventsQuery]):
+    return operations.events(team=request.auth.team, payload=params)
+
+
+@router.get("/memories/by-person", response=SearchOut)
+def by_person(request, params: Query[ByPersonQuery]):
+    return operations.by_person(team=request.auth.team, payload=params)
+
+
+@router.get("/memories/by-emotion", response=SearchOut)
+def by_emotion(request, params: Query[ByEmotionQuery]):
+    return operations.by_emotion(team=request.auth.team, payload=params)
+
+
+@router.post("/memories/search-versions", response=SearchOut)
+def search_versions(request, payload: SearchVersionsIn):
+    return operations.search_versions(team=request.auth.team, payload=payload)
+
+
+@router.get("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND})
+def get_memory(request, memory_id: int = MemoryId):
+    return memory_get(team=request.auth.team, memory_id=memory_id)
+
+
+@router.patch("/memories/{memory_id}", response={200: MemoryOut, 422: ErrorOut, **NOT_FOUND})
+def update_memory(request, payload: MemoryPatch, memory_id: int = MemoryId):
+    memory = memory_get(team=request.auth.team, memory_id=memory_id)
+    return memory_services.memory_update(memory=memory, **payload.model_dump(exclude_unset=True))
+
+
+@router.delete("/memories/{memory_id}", response={204: None, **NOT_FOUND})
+def delete_memory(request, memory_id: int = MemoryId):
+    memory_services.memory_delete(memory=memory_get(team=request.auth.team, memory_id=memory_id))
+    return 204, None
+
+
+@router.get("/memories/{memory_id}/versions", response={200: list[MemoryVersionOut], **NOT_FOUND})
+def versions(request, memory_id: int = MemoryId):
+    return memory_versions(memory=memory_get(team=request.auth.team, memory_id=memory_id))

@@ -1,0 +1,169 @@
+"""What an agent can do, as plain functions `(*, team, payload) -> result`.
+
+The HTTP handlers and the agent tools (`GET /tools`, the MCP server) both call these, with the
+same input schema, so an endpoint and its tool cannot behave differently. Each one calls a single
+selector or service. The search engine's modules are imported inside the functions that use them,
+so the API (and its URLconf) loads even where the engine cannot, and only a search fails then.
+"""
+
+from lessons.api.schemas import (
+    ByEmotionQuery,
+    ByPersonQuery,
+    EventsQuery,
+    LessonIn,
+    LessonProposeIn,
+    MemoryIn,
+    MemoryLimitQuery,
+    PatternsQuery,
+    RelevantLessonsQuery,
+    SearchIn,
+    SearchVersionsIn,
+    SessionIn,
+)
+from lessons.models import Lesson, Memory, Team
+from lessons.services import lessons as lesson_services
+from lessons.services import memories as memory_services
+
+
+def _as_dict(response) -> dict:
+    from lessons.search.serialise import search_response_as_dict
+
+    return search_response_as_dict(response)
+
+
+# --- search --------------------------------------------------------------------------------
+
+
+def search_request_from(*, team: Team, payload: SearchIn):
+    from lessons.search import SearchFilters, SearchRequest
+
+    filters = payload.filters
+    return SearchRequest(
+        team=team,
+        query=payload.query,
+        kind=payload.kind,
+        mode=payload.mode,
+        limit=payload.limit,
+        context=payload.context,
+        filters=SearchFilters(
+            statuses=tuple(filters.statuses),
+            categories=tuple(filters.categories),
+            phase=filters.phase,
+            tech_stacks=tuple(filters.tech_stacks),
+            project_types=tuple(filters.project_types),
+            tags=tuple(filters.tags),
+            min_importance=filters.min_importance,
+            people=tuple(filters.people),
+            emotions=tuple(filters.emotions),
+            since=filters.since,
+            until=filters.until,
+            include_versions=filters.include_versions,
+        ),
+        tech_stack=tuple(payload.tech_stack),
+        project_type=payload.project_type,
+        fusion=payload.fusion,
+        weights=payload.weights.model_dump() if payload.weights is not None else None,
+        explain=payload.explain,
+    )
+
+
+def search(*, team: Team, payload: SearchIn) -> dict:
+    from lessons.search import search as run_search
+
+    return _as_dict(run_search(request=search_request_from(team=team, payload=payload)))
+
+
+# --- lessons -------------------------------------------------------------------------------
+
+
+def store_lesson(*, team: Team, payload: LessonIn) -> Lesson:
+    return lesson_services.lesson_create(team=team, **payload.model_dump())
+
+
+def propose_lesson(*, team: Team, payload: LessonProposeIn) -> Lesson:
+    return lesson_services.lesson_propose(team=team, **payload.model_dump())
+
+
+def relevant_lessons(*, team: Team, payload: RelevantLessonsQuery) -> dict:
+    from lessons.selectors.lessons import lessons_relevant
+
+    return _as_dict(
+        lessons_relevant(
+            team=team,
+            project_type=payload.project_type,
+            tech_stack=tuple(payload.tech_stack),
+            phase=payload.phase,
+            limit=payload.limit,
+        )
+    )
+
+
+def lesson_patterns(*, team: Team, payload: PatternsQuery) -> dict:
+    from lessons.selectors.lessons import lessons_patterns_for_feature
+
+    return _as_dict(
+        lessons_patterns_for_feature(
+            team=team,
+            feature=payload.feature,
+            tech_stack=tuple(payload.tech_stack),
+            project_type=payload.project_type,
+            limit=payload.limit,
+        )
+    )
+
+
+def session_lessons(*, team: Team, payload: SessionIn) -> dict:
+    from lessons.selectors.lessons import lessons_for_session
+
+    return _as_dict(
+        lessons_for_session(
+            team=team,
+            project=payload.project,
+            cwd=payload.cwd,
+            recent_activity=payload.recent_activity,
+            limit=payload.limit,
+        )
+    )
+
+
+# --- memories ------------------------------------------------------------------------------
+
+
+def store_memory(*, team: Team, payload: MemoryIn) -> Memory:
+    return memory_services.memory_create(team=team, **payload.model_dump())
+
+
+def friends(*, team: Team, payload: MemoryLimitQuery) -> dict:
+    from lessons.selectors.memories import memories_friends
+
+    return _as_dict(memories_friends(team=team, limit=payload.limit))
+
+
+def interests(*, team: Team, payload: MemoryLimitQuery) -> dict:
+    from lessons.selectors.memories import memories_interests
+
+    return _as_dict(memories_interests(team=team, limit=payload.limit))
+
+
+def events(*, team: Team, payload: EventsQuery) -> dict:
+    from lessons.selectors.memories import memories_recent_events
+
+    return _as_dict(memories_recent_events(team=team, days=payload.days, limit=payload.limit))
+
+
+def by_person(*, team: Team, payload: ByPersonQuery) -> dict:
+    from lessons.selectors.memories import memories_by_person
+
+    return _as_dict(memories_by_person(team=team, name=payload.name, limit=payload.limit))
+
+
+def by_emotion(*, team: Team, payload: ByEmotionQuery) -> dict:
+    from lessons.selectors.memories import memories_by_emotion
+
+    return _as_dict(memories_by_emotion(team=team, emotion=payload.emotion, limit=payload.limit))
+
+
+def search_versions(*, team: Team, payload: SearchVersionsIn) -> dict:
+    from lessons.selectors.memories import memories_search_versions
+
+    return _as_dict(memories_search_versions(team=team, query=payload.query, limit=payload.limit))

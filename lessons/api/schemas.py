@@ -1,0 +1,396 @@
+"""The API's contract: what agents send (`...In`, `...Patch`, `...Query`) and what they get back
+(`...Out`). Input and output are separate classes; output schemas list their fields one by one,
+and no schema has an embedding field, so vectors never leave the server.
+
+The agent tools (`GET /tools`, MCP) are generated from these same input classes.
+"""
+
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
+from pydantic import ConfigDict, field_validator
+
+from lessons.models import Lesson, Memory
+from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
+
+# Bounds on free text, so a runaway agent cannot store a megabyte in one field.
+MAX_TEXT_CHARS = 20_000
+MAX_TERM_CHARS = 64
+MAX_TERMS = 50
+MAX_ID = 2**63 - 1  # PostgreSQL bigint: a larger id is refused as input, never a database error
+
+LessonStatusName = Literal["proposed", "confirmed", "rejected"]
+Term = Annotated[str, Field(min_length=1, max_length=MAX_TERM_CHARS)]
+Terms = Annotated[list[Term], Field(max_length=MAX_TERMS)]
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many results, 1..{MAX_LIMIT}.")]
+
+# Literal types spelled from the engine's own constants, so the two cannot disagree.
+KindName = Literal[KINDS]  # type: ignore[valid-type]
+ModeName = Literal[MODES]  # type: ignore[valid-type]
+FusionName = Literal[FUSIONS]  # type: ignore[valid-type]
+
+
+def _refuse_nul(value: Any) -> Any:
+    """PostgreSQL text cannot hold NUL characters: refuse them here, naming the field, rather
+    than fail in the database."""
+    if isinstance(value, str) and "\x00" in value:
+        raise ValueError("text cannot contain NUL characters (code 0)")
+    if isinstance(value, list):
+        for item in value:
+            _refuse_nul(item)
+    return value
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """A date-time without a time zone is taken as UTC (as the imports do)."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
+
+
+class TextIn(Schema):
+    """Every input schema: no NUL characters in any text."""
+
+    _no_nul = field_validator("*")(_refuse_nul)
+
+
+class StrictIn(TextIn):
+    """Request bodies: an unknown field is an error naming it (a typo must not be silently ignored).
+    Query-string schemas stay lenient, since the query string also carries `team`, `limit`..."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+class FieldErrorOut(Schema):
+    field: str
+    message: str
+
+
+class ErrorOut(Schema):
+    detail: str
+    errors: list[FieldErrorOut] = []
+
+
+# --- lessons -------------------------------------------------------------------------------
+
+
+class LessonOut(ModelSchema):
+    project_types: list[str]
+    tech_stacks: list[str]
+    tags: list[str]
+
+    class Meta:
+        model = Lesson
+        fields = [
+            "id",
+            "external_id",
+            "title",
+            "description",
+            "context",
+            "recommendation",
+            "category",
+            "confidence",
+            "frequency",
+            "project_types",
+            "tech_stacks",
+            "tags",
+            "status",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class LessonProposeIn(StrictIn):
+    """A lesson as an agent proposes it; it waits as `proposed` for a curator."""
+
+    title: str = Field(min_length=1, max_length=300, description="One line: what was learned.")
+    description: str = Field("", max_length=MAX_TEXT_CHARS, description="What happened.")
+    context: str = Field("", max_length=MAX_TEXT_CHARS, description="Where it applies.")
+    recommendation: str = Field("", max_length=MAX_TEXT_CHARS, description="What to do next time.")
+    category: str = Field(
+        "workflow", min_length=1, max_length=MAX_TERM_CHARS, description="architecture, security, database, ..."
+    )
+    confidence: float = Field(0.5, ge=0.0, le=1.0)
+    frequency: int = Field(1, ge=1, description="How often it was seen.")
+    project_types: Terms = []
+    tech_stacks: Terms = []
+    tags: Terms = []
+    external_id: str | None = Field(None, max_length=200, description="Your own id for this lesson, unique per team.")
+
+
+class LessonIn(LessonProposeIn):
+    """A lesson stored as it is (confirmed unless said otherwise)."""
+
+    status: LessonStatusName = "confirmed"
+
+
+class LessonPatch(StrictIn):
+    """Only the fields sent are changed."""
+
+    title: str = Field(None, min_length=1, max_length=300)
+    description: str = Field(None, max_length=MAX_TEXT_CHARS)
+    context: str = Field(None, max_length=MAX_TEXT_CHARS)
+    recommendation: str = Field(None, max_length=MAX_TEXT_CHARS)
+    category: str = Field(None, min_length=1, max_length=MAX_TERM_CHARS)
+    confidence: float = Field(None, ge=0.0, le=1.0)
+    frequency: int = Field(None, ge=1)
+    project_types: Terms = None
+    tech_stacks: Terms = None
+    tags: Terms = None
+    status: LessonStatusName = None
+    external_id: str | None = Field(None, max_length=200)
+
+
+def _lowercase(values):
+    if isinstance(values, str):
+        return values.strip().lower()
+    if isinstance(values, list):
+        return [str(value).strip().lower() for value in values]
+    return values
+
+
+class LessonFilters(FilterSchema):
+    text: Annotated[str | None, FilterLookup(["title__icontains", "description__icontains"])] = Field(
+        None, max_length=MAX_QUERY_CHARS, description="Words in the title or description."
+    )
+    status: Annotated[LessonStatusName | None, FilterLookup("status")] = None
+    category: Annotated[str | None, FilterLookup("category")] = None
+    tech_stack: Annotated[list[str] | None, FilterLookup("tech_stacks__overlap")] = None
+    project_type: Annotated[list[str] | None, FilterLookup("project_types__overlap")] = None
+    tag: Annotated[list[str] | None, FilterLookup("tags__overlap")] = None
+    external_id: Annotated[str | None, FilterLookup("external_id")] = None
+
+    _lowercase_terms = field_validator("category", "tech_stack", "project_type", "tag")(_lowercase)
+    _no_nul = field_validator("*")(_refuse_nul)
+
+
+# --- memories ------------------------------------------------------------------------------
+
+
+class MemoryOut(ModelSchema):
+    categories: list[str]
+    people: list[str]
+    emotions: list[str]
+
+    class Meta:
+        model = Memory
+        fields = [
+            "id",
+            "external_id",
+            "content",
+            "details",
+            "categories",
+            "importance",
+            "people",
+            "emotions",
+            "occurred_at",
+            "version",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class MemoryVersionOut(ModelSchema):
+    is_current: bool
+
+    class Meta:
+        model = Memory
+        fields = ["id", "version", "content", "details", "created_at", "updated_at"]
+
+
+class MemoryIn(StrictIn):
+    content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The short form.")
+    details: str = Field("", max_length=MAX_TEXT_CHARS, description="The full form.")
+    categories: Terms = Field([], description="person, emotion, interest, event, ...")
+    importance: int = Field(5, ge=1, le=10)
+    people: Annotated[list[Name], Field(max_length=MAX_TERMS)] = []
+    emotions: Terms = []
+    occurred_at: datetime | None = None
+    external_id: str | None = Field(None, max_length=200)
+
+    _aware = field_validator("occurred_at")(_aware)
+
+
+class MemoryPatch(StrictIn):
+    """Only the fields sent are changed; a new content or details keeps the old text as a version."""
+
+    content: str = Field(None, min_length=1, max_length=MAX_TEXT_CHARS)
+    details: str = Field(None, max_length=MAX_TEXT_CHARS)
+    categories: Terms = None
+    importance: int = Field(None, ge=1, le=10)
+    people: Annotated[list[Name], Field(max_length=MAX_TERMS)] = None
+    emotions: Terms = None
+    occurred_at: datetime | None = None
+    external_id: str | None = Field(None, max_length=200)
+
+    _aware = field_validator("occurred_at")(_aware)
+
+
+class MemoryFilters(FilterSchema):
+    text: Annotated[str | None, FilterLookup(["content__icontains", "details__icontains"])] = Field(
+        None, max_length=MAX_QUERY_CHARS, description="Words in the content or details."
+    )
+    category: Annotated[list[str] | None, FilterLookup("categories__overlap")] = None
+    person: Annotated[list[str] | None, FilterLookup("people__overlap")] = None
+    emotion: Annotated[list[str] | None, FilterLookup("emotions__overlap")] = None
+    min_importance: Annotated[int | None, FilterLookup("importance__gte")] = Field(None, ge=1, le=10)
+    external_id: Annotated[str | None, FilterLookup("external_id")] = None
+
+    _lowercase_terms = field_validator("category", "emotion")(_lowercase)
+    _no_nul = field_validator("*")(_refuse_nul)
+
+
+# --- search --------------------------------------------------------------------------------
+
+
+class SearchFiltersIn(StrictIn):
+    """Hard filters: rows that do not match are never candidates."""
+
+    statuses: list[LessonStatusName] = Field(["confirmed"], description="Lessons only.")
+    categories: Terms = Field([], description="Lessons: category is one of; memories: shares one.")
+    phase: str | None = Field(None, max_length=MAX_TERM_CHARS, description="Lessons: a project phase.")
+    tech_stacks: Terms = Field([], description="Lessons: shares one.")
+    project_types: Terms = Field([], description="Lessons: shares one.")
+    tags: Terms = Field([], description="Lessons: shares one.")
+    min_importance: int | None = Field(None, ge=1, le=10, description="Memories only.")
+    people: Annotated[list[Name], Field(max_length=MAX_TERMS)] = Field([], description="Memories: mentions one.")
+    emotions: Terms = Field([], description="Memories: shares one.")
+    since: datetime | None = None
+    until: datetime | None = None
+    include_versions: bool = Field(False, description="Memories: also search earlier versions.")
+
+    _aware = field_validator("since", "until")(_aware)
+
+
+class SearchWeightsIn(StrictIn):
+    semantic: float = Field(ge=0.0, le=1.0)
+    keyword: float = Field(ge=0.0, le=1.0)
+    quality: float = Field(ge=0.0, le=1.0)
+
+
+class SearchIn(StrictIn):
+    query: str = Field(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description=f"What to look for, in words (at most {MAX_QUERY_CHARS} characters).",
+    )
+    kind: KindName = "lessons"
+    mode: ModeName = Field("hybrid", description="hybrid (meaning + words + quality), semantic, or text.")
+    limit: Limit = 10
+    context: str = Field(
+        "", max_length=MAX_CONTEXT_CHARS, description="Your situation (file, conversation): searched as a second query."
+    )
+    filters: SearchFiltersIn = Field(default_factory=SearchFiltersIn)
+    tech_stack: Terms = Field([], description="Your tech stack: lessons that share it rank higher.")
+    project_type: str | None = Field(None, max_length=MAX_TERM_CHARS)
+    fusion: FusionName = "weighted"
+    weights: SearchWeightsIn | None = Field(None, description="Leave out for the tuned defaults.")
+    explain: bool = Field(False, description="Return how each score was made.")
+
+
+class SearchHitOut(Schema):
+    model_config = ConfigDict(extra="allow")
+
+    id: int
+    external_id: str | None = None
+    kind: str
+    fields: dict = {}
+    score: float = 0.0
+    relevance: str = ""
+    found_by: list[str] = []
+    collapsed_ids: list[int] = Field([], description="Earlier versions folded into this memory.")
+    explanation: dict | None = Field(None, description="With explain: how the score was made.")
+
+
+class SearchOut(Schema):
+    model_config = ConfigDict(extra="allow")
+
+    mode: str = ""
+    degraded: bool = False
+    degraded_reason: str | None = None
+    fallback: str | None = None
+    timings_ms: dict[str, float] = {}
+    results: list[SearchHitOut] = []
+    candidates: dict[str, int] = {}
+    context_keywords: list[str] = []
+
+
+# --- lessons: agent shortcuts ---------------------------------------------------------------
+
+
+class RelevantLessonsQuery(TextIn):
+    project_type: str | None = Field(None, max_length=MAX_TERM_CHARS, description="e.g. saas, api, cli")
+    tech_stack: Terms = Field([], description="e.g. nextjs, postgresql")
+    phase: str | None = Field(None, max_length=MAX_TERM_CHARS, description="e.g. discovery, build, deploy")
+    limit: Limit = 15
+
+
+class PatternsQuery(TextIn):
+    feature: str = Field(
+        min_length=1, max_length=MAX_QUERY_CHARS, description="The feature you are about to build, e.g. Authentication."
+    )
+    tech_stack: Terms = []
+    project_type: str | None = Field(None, max_length=MAX_TERM_CHARS)
+    limit: Limit = 3
+
+
+class SessionIn(StrictIn):
+    project: str | None = Field(None, max_length=200, description="The project's name.")
+    cwd: str | None = Field(None, max_length=1_000, description="The working directory.")
+    recent_activity: str = Field("", max_length=MAX_CONTEXT_CHARS, description="What you have been doing.")
+    limit: Limit = 5
+
+
+# --- memories: agent shortcuts --------------------------------------------------------------
+
+
+class MemoryLimitQuery(TextIn):
+    limit: Limit = 50
+
+
+class EventsQuery(TextIn):
+    days: int = Field(30, ge=1, le=36_500, description="How far back, in days.")
+    limit: Limit = 50
+
+
+class ByPersonQuery(TextIn):
+    name: str = Field(min_length=1, max_length=200, description="The person's name.")
+    limit: Limit = 20
+
+
+class ByEmotionQuery(TextIn):
+    emotion: str = Field(
+        min_length=1, max_length=MAX_TERM_CHARS, description="happy, sad, anxious, panic, excited, ..."
+    )
+    limit: Limit = 20
+
+
+class SearchVersionsIn(StrictIn):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")
+    limit: Limit = 10
+
+
+# --- health and tools ----------------------------------------------------------------------
+
+
+class HealthOut(Schema):
+    status: Literal["ok", "degraded", "unavailable"]
+    database: dict
+    model: dict
+    embeddings: dict
+
+
+class ToolFunctionOut(Schema):
+    name: str
+    description: str
+    parameters: dict
+
+
+class ToolOut(Schema):
+    type: Literal["function"] = "function"
+    function: ToolFunctionOut

@@ -1,0 +1,13 @@
+"""`POST /search`: the hybrid search engine, over lessons or memories, for the caller's team."""
+
+from ninja import Router
+
+from lessons.api import operations
+from lessons.api.schemas import ErrorOut, SearchIn, SearchOut
+
+router = Router(tags=["search"])
+
+
+@router.post("/search", response={200: SearchOut, 422: ErrorOut})
+def search(request, payload: SearchIn):
+    return operations.search(team=request.auth.team, payload=payload)

@@ -1,0 +1,237 @@
+"""The agent tools: each is an endpoint's input schema, operation and output schema under a
+function-calling name. `GET /tools` lists them as JSON schemas; `python manage.py mcp` serves them
+over MCP. Parameters are generated from the endpoint's own schema (minus the values a tool fixes,
+such as `kind` for `search_lessons`), so a tool cannot drift from its endpoint.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ninja import Router, Schema
+from pydantic import TypeAdapter
+
+from lessons.api import operations
+from lessons.api.schemas import (
+    ByEmotionQuery,
+    ByPersonQuery,
+    EventsQuery,
+    LessonIn,
+    LessonOut,
+    LessonProposeIn,
+    MemoryIn,
+    MemoryLimitQuery,
+    MemoryOut,
+    PatternsQuery,
+    RelevantLessonsQuery,
+    SearchIn,
+    SearchOut,
+    SearchVersionsIn,
+    SessionIn,
+    ToolOut,
+)
+from lessons.models import Team
+
+
+def _inline(node: Any, definitions: dict) -> Any:
+    """Resolve `$ref`s and drop schema titles and null defaults (as ninja's OpenAPI document does):
+    function-calling clients want one flat schema."""
+    if isinstance(node, list):
+        return [_inline(item, definitions) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = definitions[node["$ref"].rsplit("/", 1)[-1]]
+        extra = {key: value for key, value in node.items() if key != "$ref"}
+        return _inline({**target, **extra}, definitions)
+    if len(node.get("allOf", ())) == 1:  # OpenAPI's way of putting a description beside a $ref
+        extra = {key: value for key, value in node.items() if key != "allOf"}
+        return _inline({**node["allOf"][0], **extra}, definitions)
+    clean = {}
+    for key, value in node.items():
+        if key in ("$defs", "title") or (key == "default" and value is None):
+            continue
+        if key == "properties":
+            clean[key] = {name: _inline(schema, definitions) for name, schema in value.items()}
+        elif key in ("default", "examples", "const", "enum"):
+            clean[key] = value
+        else:
+            clean[key] = _inline(value, definitions)
+    return clean
+
+
+def function_parameters(schema: dict, *, definitions: dict | None = None, fixed=()) -> dict:
+    """A pydantic / OpenAPI object schema as function-calling parameters, without `fixed` fields."""
+    flat = _inline(schema, {**schema.get("$defs", {}), **(definitions or {})})
+    properties = {name: value for name, value in flat.get("properties", {}).items() if name not in fixed}
+    parameters = {"type": "object", "properties": properties}
+    required = [name for name in flat.get("required", []) if name not in fixed]
+    if required:
+        parameters["required"] = required
+    return parameters
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    name: str
+    description: str
+    endpoint: str  # "METHOD /path" of the endpoint it mirrors
+    input: type[Schema]
+    output: Any
+    operation: Callable[..., Any]
+    fixed: dict = field(default_factory=dict)
+
+    def parameters(self) -> dict:
+        return function_parameters(self.input.model_json_schema(), fixed=tuple(self.fixed))
+
+    def as_function(self) -> dict:
+        function = {"name": self.name, "description": self.description, "parameters": self.parameters()}
+        return {"type": "function", "function": function}
+
+    def call(self, *, team: Team, arguments: dict | None) -> Any:
+        """Validate `arguments` with the endpoint's schema (raises pydantic.ValidationError), run
+        the endpoint's operation, and return its answer as JSON-ready data."""
+        payload = self.input.model_validate({**(arguments or {}), **self.fixed})
+        result = self.operation(team=team, payload=payload)
+        return TypeAdapter(self.output).dump_python(
+            TypeAdapter(self.output).validate_python(result, from_attributes=True), mode="json"
+        )
+
+
+AGENT_TOOLS: tuple[AgentTool, ...] = (
+    AgentTool(
+        name="search_lessons",
+        description="Search the team's lessons learned by meaning and words (hybrid search). Use before "
+        "designing or debugging something: 'database security', 'frontend state management'.",
+        endpoint="POST /search",
+        input=SearchIn,
+        output=SearchOut,
+        operation=operations.search,
+        fixed={"kind": "lessons"},
+    ),
+    AgentTool(
+        name="semantic_search",
+        description="Search memories by meaning, not just keywords. Finds conceptually similar memories.",
+        endpoint="POST /search",
+        input=SearchIn,
+        output=SearchOut,
+        operation=operations.search,
+        fixed={"kind": "memories"},
+    ),
+    AgentTool(
+        name="relevant_lessons",
+        description="Lessons relevant to a project: its type, tech stack and phase.",
+        endpoint="GET /lessons/relevant",
+        input=RelevantLessonsQuery,
+        output=SearchOut,
+        operation=operations.relevant_lessons,
+    ),
+    AgentTool(
+        name="patterns_for_feature",
+        description="Implementation patterns and pitfalls for a feature you are about to build.",
+        endpoint="GET /lessons/patterns",
+        input=PatternsQuery,
+        output=SearchOut,
+        operation=operations.lesson_patterns,
+    ),
+    AgentTool(
+        name="lessons_for_session",
+        description="Lessons worth knowing at the start of a work session, from the project, "
+        "working directory and recent activity.",
+        endpoint="POST /lessons/session",
+        input=SessionIn,
+        output=SearchOut,
+        operation=operations.session_lessons,
+    ),
+    AgentTool(
+        name="store_lesson",
+        description="Store a lesson learned (confirmed unless status says otherwise).",
+        endpoint="POST /lessons",
+        input=LessonIn,
+        output=LessonOut,
+        operation=operations.store_lesson,
+    ),
+    AgentTool(
+        name="propose_lesson",
+        description="Propose a lesson learned; it waits as 'proposed' until a curator accepts it.",
+        endpoint="POST /lessons/propose",
+        input=LessonProposeIn,
+        output=LessonOut,
+        operation=operations.propose_lesson,
+    ),
+    AgentTool(
+        name="store_memory",
+        description="Store a personal memory (content, categories, importance, people, emotions).",
+        endpoint="POST /memories",
+        input=MemoryIn,
+        output=MemoryOut,
+        operation=operations.store_memory,
+    ),
+    AgentTool(
+        name="get_all_friends",
+        description="Get summary of all friends and people we know.",
+        endpoint="GET /memories/friends",
+        input=MemoryLimitQuery,
+        output=SearchOut,
+        operation=operations.friends,
+    ),
+    AgentTool(
+        name="get_panic_attacks",
+        description="Get list of all panic attack memories.",
+        endpoint="GET /memories/by-emotion",
+        input=ByEmotionQuery,
+        output=SearchOut,
+        operation=operations.by_emotion,
+        fixed={"emotion": "panic"},
+    ),
+    AgentTool(
+        name="get_interests",
+        description="Get list of all interests and hobbies.",
+        endpoint="GET /memories/interests",
+        input=MemoryLimitQuery,
+        output=SearchOut,
+        operation=operations.interests,
+    ),
+    AgentTool(
+        name="get_events",
+        description="Recent event memories.",
+        endpoint="GET /memories/events",
+        input=EventsQuery,
+        output=SearchOut,
+        operation=operations.events,
+    ),
+    AgentTool(
+        name="search_by_person",
+        description="Find all memories about a specific person.",
+        endpoint="GET /memories/by-person",
+        input=ByPersonQuery,
+        output=SearchOut,
+        operation=operations.by_person,
+    ),
+    AgentTool(
+        name="search_by_emotion",
+        description="Find memories with a specific emotional signal (happy, sad, anxious, excited, ...).",
+        endpoint="GET /memories/by-emotion",
+        input=ByEmotionQuery,
+        output=SearchOut,
+        operation=operations.by_emotion,
+    ),
+    AgentTool(
+        name="search_across_versions",
+        description="Search all memory versions, including old versions that have since been updated.",
+        endpoint="POST /memories/search-versions",
+        input=SearchVersionsIn,
+        output=SearchOut,
+        operation=operations.search_versions,
+    ),
+)
+
+TOOLS_BY_NAME: dict[str, AgentTool] = {tool.name: tool for tool in AGENT_TOOLS}
+
+router = Router(tags=["tools"])
+
+
+@router.get("/tools", response=list[ToolOut], auth=None)
+def list_tools(request):
+    """The agent tools as function-calling JSON schemas (the same tools `manage.py mcp` serves)."""
+    return [tool.as_function() for tool in AGENT_TOOLS]

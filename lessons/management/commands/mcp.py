@@ -1,0 +1,39 @@
+import os
+from functools import partial
+
+import anyio
+from django.core.management.base import BaseCommand, CommandError
+
+from lessons.mcp_server import serve_stdio
+from lessons.models import Team
+from lessons.services.api_keys import api_key_authenticate
+
+API_KEY_ENVIRONMENT_VARIABLE = "MEMORY_STORE_API_KEY"
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the agent tools over MCP (stdio) for one team: --team SLUG, or --api-key KEY "
+        f"(or the {API_KEY_ENVIRONMENT_VARIABLE} environment variable, which keeps the key out of `ps`)."
+    )
+    # stdout carries the protocol: nothing else may be written to it.
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--team", help="Slug of the team whose lessons and memories the tools see.")
+        parser.add_argument("--api-key", help="An active API key; its team is used.")
+
+    def handle(self, *args, team=None, api_key=None, **options):
+        api_key = api_key or (os.environ.get(API_KEY_ENVIRONMENT_VARIABLE) if not team else None)
+        if bool(team) == bool(api_key):
+            raise CommandError(f"give exactly one of --team SLUG or --api-key KEY (or {API_KEY_ENVIRONMENT_VARIABLE})")
+        if team:
+            team_row = Team.objects.filter(slug=team).first()
+            if team_row is None:
+                raise CommandError(f"--team: no team with slug {team!r}")
+        else:
+            key = api_key_authenticate(raw_key=api_key.strip())
+            if key is None:
+                raise CommandError("--api-key: unknown or revoked key")
+            team_row = key.team
+        anyio.run(partial(serve_stdio, team=team_row))

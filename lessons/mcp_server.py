@@ -1,0 +1,103 @@
+"""The agent tools over the Model Context Protocol (official `mcp` SDK, low-level `Server`).
+
+The tools are `lessons.api.tools.AGENT_TOOLS`, the ones `GET /api/v1/tools` lists: the same
+names, the same input schemas (the endpoints'), the same operations. One server serves one team,
+chosen when it starts (`python manage.py mcp --team SLUG` or with an API key). Bad arguments come
+back as a tool error naming the field, exactly as the HTTP API would name it.
+"""
+
+import json
+import logging
+
+import mcp_types as types
+import pydantic
+from asgiref.sync import sync_to_async
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, close_old_connections
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+from lessons.api import errors
+from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME
+from lessons.models import Team
+from lessons.search.types import SearchRequestError
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME = "memory-store"
+INSTRUCTIONS = (
+    "A memory store of lessons learned and personal memories. Search lessons before designing or "
+    "debugging (search_lessons, patterns_for_feature); store or propose what you learn (store_lesson, "
+    "propose_lesson). Every tool sees only this server's team."
+)
+
+
+def mcp_tools() -> list[types.Tool]:
+    return [
+        types.Tool(name=tool.name, description=tool.description, input_schema=tool.parameters())
+        for tool in AGENT_TOOLS
+    ]
+
+
+def _error(body: dict) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(body))], structured_content=body, is_error=True
+    )
+
+
+def _call(*, team: Team, name: str, arguments: dict | None):
+    """Runs in a worker thread: the ORM is synchronous. Connections are recycled as after an
+    HTTP request, since this process lives as long as the agent's session."""
+    close_old_connections()
+    try:
+        return TOOLS_BY_NAME[name].call(team=team, arguments=arguments)
+    finally:
+        close_old_connections()
+
+
+def call_tool_result(*, result) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+        structured_content=result if isinstance(result, dict) else {"result": result},
+    )
+
+
+def build_server(*, team: Team) -> Server:
+    async def on_list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=mcp_tools())
+
+    async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in TOOLS_BY_NAME:
+            known = ", ".join(sorted(TOOLS_BY_NAME))
+            return _error(errors.error_body(f"name: no tool {params.name!r}; the tools are {known}"))
+        try:
+            result = await sync_to_async(_call, thread_sensitive=True)(
+                team=team, name=params.name, arguments=params.arguments
+            )
+        except pydantic.ValidationError as error:
+            return _error(errors.pydantic_validation_errors(error))
+        except DjangoValidationError as error:
+            return _error(errors.django_validation_errors(error))
+        except SearchRequestError as error:
+            return _error(errors.error_body(str(error), [{"field": error.field, "message": error.message}]))
+        except DatabaseError as error:
+            logger.error("database unavailable: %s", error)
+            return _error(errors.database_unavailable(error))
+        except Exception as error:  # an agent gets a tool error, never a dead session; the log has the trace
+            logger.exception("tool %s failed", params.name)
+            return _error(errors.error_body(f"internal error ({type(error).__name__}); it has been logged"))
+        return call_tool_result(result=result)
+
+    return Server(
+        SERVER_NAME,
+        version="1.0.0",
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+async def serve_stdio(*, team: Team) -> None:
+    server = build_server(team=team)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -1,0 +1,44 @@
+"""Reading lessons and memories one by one or as filtered lists, always within one team.
+
+Every function starts from the team's own rows, so a row of another team is never found: it
+raises `DoesNotExist` exactly as an id that was never used. Lists are querysets, newest first,
+for the caller to paginate.
+"""
+
+from django.db.models import QuerySet
+from ninja import FilterSchema
+
+from lessons.models import Lesson, Memory, Team
+
+
+def lesson_list(*, team: Team, filters: FilterSchema | None = None) -> QuerySet[Lesson]:
+    lessons = Lesson.objects.filter(team=team).defer("embedding", "search_vector").order_by("-updated_at", "-id")
+    return filters.filter(lessons) if filters is not None else lessons
+
+
+def lesson_get(*, team: Team, lesson_id: int) -> Lesson:
+    lesson = Lesson.objects.filter(team=team, pk=lesson_id).first()
+    if lesson is None:
+        raise Lesson.DoesNotExist(f"lesson {lesson_id} does not exist")
+    return lesson
+
+
+def memory_list(*, team: Team, filters: FilterSchema | None = None) -> QuerySet[Memory]:
+    """Current memories only; earlier versions are reached through `memory_versions`."""
+    memories = (
+        Memory.objects.filter(team=team, current_version__isnull=True).defer("embedding", "search_vector").order_by("-updated_at", "-id")
+    )
+    return filters.filter(memories) if filters is not None else memories
+
+
+def memory_get(*, team: Team, memory_id: int) -> Memory:
+    memory = Memory.objects.filter(team=team, pk=memory_id, current_version__isnull=True).first()
+    if memory is None:
+        raise Memory.DoesNotExist(f"memory {memory_id} does not exist")
+    return memory
+
+
+def memory_versions(*, memory: Memory) -> list[Memory]:
+    """The memory as it stands and every earlier text of it, newest first."""
+    earlier = list(memory.previous_versions.defer("embedding", "search_vector").order_by("-version"))
+    return [memory, *earlier]

@@ -1,0 +1,60 @@
+"""API keys: created (the raw key is returned once and never stored), checked, revoked.
+
+A key looks like `msk_<8 hex>_<43 url-safe chars>` (256 random bits). Only its SHA-256 is stored:
+a high-entropy key needs no slow hash, and a lookup by digest is one indexed query. The first
+12 characters are kept as `prefix` so a person can tell keys apart without seeing them.
+"""
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from lessons.models import ApiKey, Team
+
+KEY_PREFIX = "msk_"
+PREFIX_LENGTH = len(KEY_PREFIX) + 8
+# Recording every request would turn each read into a write; a minute's precision is enough to
+# tell a key in use from a forgotten one.
+LAST_USED_PRECISION = timedelta(minutes=1)
+
+
+def api_key_digest(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
+
+
+@transaction.atomic
+def api_key_create(*, team: Team, name: str) -> tuple[ApiKey, str]:
+    """Create a key for `team`; returns the row and the raw key, which exists only in this answer."""
+    raw_key = f"{KEY_PREFIX}{secrets.token_hex(4)}_{secrets.token_urlsafe(32)}"
+    api_key = ApiKey(team=team, name=name.strip(), prefix=raw_key[:PREFIX_LENGTH], key_hash=api_key_digest(raw_key))
+    api_key.full_clean()
+    api_key.save()
+    return api_key, raw_key
+
+
+def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
+    """The active key matching `raw_key` (with its team), or None; records when it was used."""
+    if not raw_key or not raw_key.startswith(KEY_PREFIX) or len(raw_key) > 200:
+        return None
+    api_key = (
+        ApiKey.objects.select_related("team")
+        .filter(key_hash=api_key_digest(raw_key), revoked_at__isnull=True)
+        .first()
+    )
+    if api_key is None:
+        return None
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at >= LAST_USED_PRECISION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+    return api_key

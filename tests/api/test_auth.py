@@ -1,0 +1,111 @@
+import pytest
+from django.contrib.auth import get_user_model
+
+from lessons.models import ApiKey
+from lessons.services.api_keys import api_key_create, api_key_revoke
+from tests.api.conftest import JsonClient
+from tests.factories import LessonFactory
+
+pytestmark = pytest.mark.django_db
+
+PROTECTED = [
+    ("get", "/lessons"),
+    ("post", "/lessons"),
+    ("get", "/memories"),
+    ("post", "/search"),
+    ("get", "/memories/friends"),
+]
+
+
+def _call(client, method, path):
+    return client.post(path, {}) if method == "post" else client.get(path)
+
+
+@pytest.mark.parametrize("method, path", PROTECTED)
+def test_missing_key_is_401(anonymous, method, path):
+    response = _call(anonymous, method, path)
+    assert response.status_code == 401
+    assert "Authorization: Bearer" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("method, path", PROTECTED)
+def test_wrong_key_is_401(team_key, method, path):
+    raw_key = team_key[1]
+    for wrong in (raw_key[:-1] + ("A" if raw_key[-1] != "A" else "B"), "msk_nothing", "not-a-key"):
+        assert _call(JsonClient(wrong), method, path).status_code == 401
+
+
+def test_revoked_key_is_401(team, team_key):
+    api_key, raw_key = team_key
+    client = JsonClient(raw_key)
+    assert client.get("/lessons").status_code == 200
+    api_key_revoke(api_key=api_key)
+    assert client.get("/lessons").status_code == 401
+
+
+def test_other_schemes_are_401(team_key):
+    client = JsonClient()
+    client.client.defaults["HTTP_AUTHORIZATION"] = f"Token {team_key[1]}"
+    assert client.get("/lessons").status_code == 401
+
+
+def test_key_use_is_recorded_and_only_the_hash_is_stored(team, team_key):
+    api_key, raw_key = team_key
+    assert api_key.last_used_at is None
+    JsonClient(raw_key).get("/lessons")
+    stored = ApiKey.objects.get(pk=api_key.pk)
+    assert stored.last_used_at is not None
+    assert raw_key not in {stored.key_hash, stored.prefix}
+    assert raw_key.startswith(stored.prefix)
+
+
+def test_health_and_tools_need_no_key(anonymous):
+    assert anonymous.get("/tools").status_code == 200
+    assert anonymous.get("/openapi.json").status_code == 200
+
+
+def _staff_client(*, staff=True):
+    user = get_user_model().objects.create_user("curator", password="pw-not-used", is_staff=staff)
+    client = JsonClient()
+    client.client.force_login(user)
+    return client
+
+
+def test_staff_session_may_choose_any_team(team, other_team):
+    LessonFactory(team=team, title="Acme lesson")
+    LessonFactory(team=other_team, title="Globex lesson")
+    client = _staff_client()
+    by_header = client.get("/lessons", HTTP_X_TEAM="globex").json()
+    assert [item["title"] for item in by_header["items"]] == ["Globex lesson"]
+    by_query = client.get("/lessons", {"team": "acme"}).json()
+    assert [item["title"] for item in by_query["items"]] == ["Acme lesson"]
+    created = client.post("/lessons", {"title": "Written by staff"}, HTTP_X_TEAM="globex")
+    assert created.status_code == 201
+
+
+def test_staff_must_name_an_existing_team(team):
+    client = _staff_client()
+    missing = client.get("/lessons")
+    assert missing.status_code == 400
+    assert missing.json()["errors"][0]["field"] == "X-Team"
+    assert client.get("/lessons", HTTP_X_TEAM="nope").status_code == 404
+
+
+def test_a_session_without_staff_rights_is_401(team):
+    client = _staff_client(staff=False)
+    assert client.get("/lessons", HTTP_X_TEAM="acme").status_code == 401
+
+
+def test_a_key_sees_only_its_own_team_even_when_naming_another(team, other_team):
+    LessonFactory(team=other_team, title="Globex lesson")
+    _, raw_key = api_key_create(team=team, name="agent")
+    response = JsonClient(raw_key).get("/lessons", {"team": "globex"}, HTTP_X_TEAM="globex")
+    assert response.json()["count"] == 0
+
+
+def test_staff_writes_need_the_csrf_token(team):
+    user = get_user_model().objects.create_user("curator", password="pw-not-used", is_staff=True)
+    client = JsonClient(enforce_csrf_checks=True)
+    client.client.force_login(user)
+    assert client.get("/lessons", HTTP_X_TEAM="acme").status_code == 200
+    assert client.post("/lessons", {"title": "Cross-site"}, HTTP_X_TEAM="acme").status_code == 403

@@ -1,0 +1,58 @@
+import re
+
+import pytest
+from django.test import override_settings
+
+from tests.api.conftest import JsonClient
+
+pytestmark = pytest.mark.django_db
+
+
+def test_openapi_document_lists_every_endpoint(anonymous):
+    paths = anonymous.get("/openapi.json").json()["paths"]
+    expected = {
+        "/api/v1/search": {"post"},
+        "/api/v1/lessons": {"get", "post"},
+        "/api/v1/lessons/{lesson_id}": {"get", "patch", "delete"},
+        "/api/v1/lessons/propose": {"post"},
+        "/api/v1/lessons/{lesson_id}/accept": {"post"},
+        "/api/v1/lessons/{lesson_id}/reject": {"post"},
+        "/api/v1/lessons/relevant": {"get"},
+        "/api/v1/lessons/patterns": {"get"},
+        "/api/v1/lessons/session": {"post"},
+        "/api/v1/memories": {"get", "post"},
+        "/api/v1/memories/{memory_id}": {"get", "patch", "delete"},
+        "/api/v1/memories/{memory_id}/versions": {"get"},
+        "/api/v1/memories/friends": {"get"},
+        "/api/v1/memories/interests": {"get"},
+        "/api/v1/memories/events": {"get"},
+        "/api/v1/memories/by-person": {"get"},
+        "/api/v1/memories/by-emotion": {"get"},
+        "/api/v1/memories/search-versions": {"post"},
+        "/api/v1/health": {"get"},
+        "/api/v1/tools": {"get"},
+    }
+    for path, methods in expected.items():
+        assert methods <= set(paths[path]), path
+
+
+def test_no_schema_exposes_an_embedding(anonymous):
+    schemas = anonymous.get("/openapi.json").json()["components"]["schemas"]
+    for name, schema in schemas.items():
+        assert "embedding" not in schema.get("properties", {}), name
+
+
+@override_settings(DEBUG=False)
+def test_docs_are_served_from_local_static_files_with_debug_off():
+    client = JsonClient()
+    page = client.get("/docs")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert not re.search(r"(src|href)=\"(https?:)?//", html), "the docs page must not load anything from another host"
+    assets = re.findall(r"(?:src|href)=\"(/static/[^\"]+)\"", html)
+    assert any(asset.endswith("swagger-ui-bundle.js") for asset in assets)
+    for asset in assets:
+        response = client.client.get(asset)
+        assert response.status_code == 200, asset
+        body = b"".join(response.streaming_content)
+        assert body

@@ -1,0 +1,47 @@
+import pytest
+from django.db import connection
+
+from lessons.embedding import get_embedding_backend
+from lessons.services.api_keys import api_key_create
+from lessons.services.lessons import lesson_create
+from tests.api.conftest import JsonClient
+
+
+@pytest.mark.django_db
+def test_health_reports_database_model_and_coverage(team):
+    lesson_create(team=team, title="Index foreign keys", description="Joins on unindexed keys are slow.")
+    response = JsonClient().get("/health")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    backend = get_embedding_backend()
+    assert body["database"]["ok"] is True
+    assert body["database"]["pgvector"]
+    assert body["model"] == {
+        "name": backend.model_name,
+        "available": backend.available,
+        "reason": backend.unavailable_reason,
+    }
+    assert body["status"] == ("ok" if backend.available else "degraded")
+    lessons = body["embeddings"]["lessons"]
+    assert set(lessons) == {"fresh", "stale", "missing"}
+    assert sum(lessons.values()) == 1
+    assert "acme" not in response.content.decode()  # no team, key or row is named
+
+
+@pytest.mark.django_db(transaction=True)
+def test_database_down_is_503_with_a_reason(team):
+    _, raw_key = api_key_create(team=team, name="agent")
+    real_name = connection.settings_dict["NAME"]
+    connection.close()
+    connection.settings_dict["NAME"] = "memory_store_no_such_database"
+    try:
+        health = JsonClient().get("/health")
+        listing = JsonClient(raw_key).get("/lessons")
+    finally:
+        connection.close()
+        connection.settings_dict["NAME"] = real_name
+    assert health.status_code == 503
+    assert health.json()["status"] == "unavailable"
+    assert "memory_store_no_such_database" in health.json()["database"]["reason"]
+    assert listing.status_code == 503
+    assert "database is unavailable" in listing.json()["detail"]

@@ -1,0 +1,144 @@
+import pytest
+
+from lessons.models import Lesson
+from tests.factories import LessonFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_lesson_goes_through_the_service_and_returns_the_row(api, team):
+    response = api.post(
+        "/lessons",
+        {"title": "  Use RLS for tenants ", "tags": ["RLS", "rls"], "tech_stacks": ["Supabase"], "confidence": 0.8},
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["title"] == "Use RLS for tenants"  # normalised by lesson_create
+    assert body["tags"] == ["rls"]
+    assert body["status"] == "confirmed"
+    assert "embedding" not in body
+    assert Lesson.objects.get(pk=body["id"]).team == team
+
+
+def test_read_update_delete(api, team):
+    lesson = LessonFactory(team=team, title="Original", confidence=0.4)
+    assert api.get(f"/lessons/{lesson.pk}").json()["title"] == "Original"
+
+    response = api.patch(f"/lessons/{lesson.pk}", {"confidence": 0.9, "tags": ["Cache"]})
+    assert response.status_code == 200, response.content
+    assert response.json()["confidence"] == 0.9
+    lesson.refresh_from_db()
+    assert (lesson.title, lesson.confidence, lesson.tags) == ("Original", 0.9, ["cache"])
+
+    assert api.delete(f"/lessons/{lesson.pk}").status_code == 204
+    assert not Lesson.objects.filter(pk=lesson.pk).exists()
+    assert api.get(f"/lessons/{lesson.pk}").status_code == 404
+
+
+def test_propose_accept_reject(api, team):
+    created = api.post("/lessons/propose", {"title": "Maybe cache sessions"})
+    assert created.status_code == 201
+    assert created.json()["status"] == "proposed"
+    lesson_id = created.json()["id"]
+    assert api.post(f"/lessons/{lesson_id}/accept").json()["status"] == "confirmed"
+    assert api.post(f"/lessons/{lesson_id}/reject").json()["status"] == "rejected"
+    assert Lesson.objects.get(pk=lesson_id).status == "rejected"
+
+
+def test_propose_refuses_a_status(api):
+    response = api.post("/lessons/propose", {"title": "Sneaky", "status": "confirmed"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "status"
+
+
+def test_list_is_paginated_and_filtered(api, team):
+    for number in range(5):
+        LessonFactory(team=team, title=f"Plain lesson {number}")
+    LessonFactory(team=team, title="Next.js caching", tech_stacks=["nextjs"], category="frontend")
+    LessonFactory(team=team, title="Proposed idea", status="proposed")
+
+    page = api.get("/lessons", {"limit": 3, "offset": 0}).json()
+    assert page["count"] == 7
+    assert len(page["items"]) == 3
+    rest = api.get("/lessons", {"limit": 3, "offset": 6}).json()
+    assert len(rest["items"]) == 1
+
+    by_stack = api.get("/lessons", {"tech_stack": "NextJS"}).json()
+    assert [item["title"] for item in by_stack["items"]] == ["Next.js caching"]
+    assert api.get("/lessons", {"status": "proposed"}).json()["items"][0]["title"] == "Proposed idea"
+    assert api.get("/lessons", {"category": "frontend"}).json()["count"] == 1
+    assert api.get("/lessons", {"text": "caching"}).json()["count"] == 1
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({}, "title"),
+        ({"title": ""}, "title"),
+        ({"title": "x", "confidence": 7}, "confidence"),
+        ({"title": "x", "frequency": 0}, "frequency"),
+        ({"title": "x", "status": "maybe"}, "status"),
+        ({"title": "x", "colour": "blue"}, "colour"),
+        ({"title": "x", "category": "Not OK!"}, "category"),  # refused by the model's validator
+    ],
+)
+def test_bad_lessons_are_4xx_naming_the_field(api, body, field):
+    response = api.post("/lessons", body)
+    assert response.status_code == 422, response.content
+    fields = [error["field"] for error in response.json()["errors"]]
+    assert field in fields
+    assert field in response.json()["detail"]
+    assert not Lesson.objects.exists()
+
+
+def test_patch_with_null_for_a_required_field_is_refused(api, team):
+    lesson = LessonFactory(team=team)
+    response = api.patch(f"/lessons/{lesson.pk}", {"title": None})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "title"
+
+
+@pytest.mark.parametrize("lesson_id", ["999999", "9223372036854775808", "abc", "0"])
+def test_unknown_or_impossible_ids_are_4xx(api, lesson_id):
+    response = api.get(f"/lessons/{lesson_id}")
+    assert response.status_code in (404, 422)
+    assert response.json()["detail"]
+
+
+def test_unknown_id_is_404_naming_it(api):
+    response = api.get("/lessons/424242")
+    assert response.status_code == 404
+    assert "424242" in response.json()["detail"]
+
+
+def test_another_teams_lesson_does_not_exist_for_any_verb(api, other_team):
+    theirs = LessonFactory(team=other_team, title="Their secret", status="proposed")
+    path = f"/lessons/{theirs.pk}"
+    assert api.get(path).status_code == 404
+    assert api.patch(path, {"title": "Mine now"}).status_code == 404
+    assert api.post(f"{path}/accept").status_code == 404
+    assert api.post(f"{path}/reject").status_code == 404
+    assert api.delete(path).status_code == 404
+    assert api.get("/lessons").json()["count"] == 0
+    theirs.refresh_from_db()
+    assert (theirs.title, theirs.status) == ("Their secret", "proposed")
+
+
+def test_created_lessons_belong_to_the_keys_team_only(api, other_api, team, other_team):
+    api.post("/lessons", {"title": "Ours"})
+    assert other_api.get("/lessons").json()["count"] == 0
+    assert Lesson.objects.get().team == team
+
+
+def test_text_with_nul_characters_is_422_naming_the_field(api):
+    response = api.post("/lessons", {"title": "a\u0000b"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "title"
+    assert api.get("/lessons", {"text": "a\u0000"}).status_code == 422
+
+
+def test_duplicate_external_id_is_422(api):
+    assert api.post("/lessons", {"title": "x", "external_id": "e1"}).status_code == 201
+    response = api.post("/lessons", {"title": "y", "external_id": "e1"})
+    assert response.status_code == 422
+    assert "External id" in response.json()["detail"]

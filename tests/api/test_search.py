@@ -1,0 +1,124 @@
+"""POST /search: input checks (answered before the engine runs), then the engine for the team."""
+
+import pytest
+
+from lessons.search.types import MAX_QUERY_CHARS
+from lessons.services.lessons import lesson_create
+from lessons.services.memories import memory_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize(
+    "body, field, words",
+    [
+        ({}, "query", "required"),
+        ({"query": ""}, "query", "at least 1"),
+        ({"query": "x" * 100_000}, "query", f"at most {MAX_QUERY_CHARS}"),
+        ({"query": "rls", "limit": -1}, "limit", "greater than or equal to 1"),
+        ({"query": "rls", "limit": 101}, "limit", "less than or equal to 100"),
+        ({"query": "rls", "mode": "psychic"}, "mode", "hybrid"),
+        ({"query": "rls", "kind": "recipes"}, "kind", "lessons"),
+        ({"query": "rls", "fusion": "average"}, "fusion", "weighted"),
+        ({"query": "rls", "filters": {"min_importance": 0}}, "filters.min_importance", "greater"),
+        ({"query": "rls", "filters": {"colour": "red"}}, "filters.colour", "not permitted"),
+        ({"query": "rls", "weights": {"semantic": 2, "keyword": 0.1, "quality": 0.1}}, "weights.semantic", "1"),
+    ],
+)
+def test_bad_search_input_is_422_naming_the_field(api, body, field, words):
+    response = api.post("/search", body)
+    assert response.status_code == 422, response.content
+    errors = response.json()["errors"]
+    assert field in [error["field"] for error in errors]
+    message = next(error["message"] for error in errors if error["field"] == field)
+    assert words in message
+
+
+@pytest.mark.parametrize("raw", ['{"query": "rls",', "{'query': 'rls'}", "query=rls", "\xff\xfe"])
+def test_malformed_json_is_400_naming_the_body(api, raw):
+    response = api.post("/search", raw)
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == "body"
+    assert "JSON" in response.json()["detail"]
+
+
+def test_a_json_array_is_not_a_search(api):
+    response = api.post("/search", [1, 2])
+    assert response.status_code == 422
+
+
+def test_search_finds_the_teams_lesson_by_meaning_and_never_another_teams(
+    api, team, other_team, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):  # embedding runs after commit
+        ours, theirs = _rls_lessons(team, other_team)
+    response = api.post("/search", {"query": "database security for SaaS tenants", "limit": 5})
+    assert response.status_code == 200, response.content
+    ids = [hit["id"] for hit in response.json()["results"]]
+    assert ids[0] == ours.pk
+    assert theirs.pk not in ids
+    assert all("embedding" not in hit["fields"] for hit in response.json()["results"])
+
+
+def _rls_lessons(team, other_team):
+    ours = lesson_create(
+        team=team,
+        title="Enable row level security on every multi-tenant table",
+        description="Without RLS one tenant could read another tenant's rows through the API.",
+    )
+    lesson_create(team=team, title="Debounce search inputs in React forms", category="frontend")
+    theirs = lesson_create(
+        team=other_team,
+        title="Enable row level security on every multi-tenant table",
+        description="Without RLS one tenant could read another tenant's rows through the API.",
+    )
+    return ours, theirs
+
+
+def test_search_memories_with_filters_and_explain(api, team, other_team, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        mine = memory_create(team=team, content="Had a panic attack on the crowded train", emotions=["panic"])
+        memory_create(team=team, content="Started learning the guitar", categories=["interest"])
+        memory_create(team=other_team, content="Had a panic attack on the crowded train", emotions=["panic"])
+    response = api.post(
+        "/search",
+        {
+            "query": "anxiety on public transport",
+            "kind": "memories",
+            "explain": True,
+            "filters": {"emotions": ["panic"]},
+        },
+    )
+    assert response.status_code == 200, response.content
+    results = response.json()["results"]
+    assert [hit["id"] for hit in results] == [mine.pk]
+    assert results[0]["explanation"] is not None
+
+
+def test_a_lesson_stored_through_the_api_is_then_found_by_search(api, django_capture_on_commit_callbacks):
+    # The README's curl example, in a test: store, then search by meaning.
+    with django_capture_on_commit_callbacks(execute=True):
+        created = api.post(
+            "/lessons",
+            {
+                "title": "Enable row level security on every multi-tenant table",
+                "description": "Without RLS one tenant could read another tenant's rows through the API.",
+                "recommendation": "Turn RLS on in the migration that creates the table.",
+                "category": "security",
+                "tech_stacks": ["postgresql", "supabase"],
+                "confidence": 0.9,
+            },
+        )
+        api.post("/lessons", {"title": "Prefer CSS grid for page layout", "category": "frontend"})
+    assert created.status_code == 201
+    response = api.post("/search", {"query": "database security for SaaS tenants", "limit": 5, "explain": True})
+    assert response.status_code == 200, response.content
+    results = response.json()["results"]
+    assert results[0]["id"] == created.json()["id"]
+    assert results[0]["explanation"]
+
+
+def test_a_body_over_the_upload_limit_is_413_saying_the_limit(api, settings):
+    response = api.post("/search", {"query": "x", "context": "y" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)})
+    assert response.status_code == 413
+    assert f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,}" in response.json()["detail"]

@@ -1,0 +1,139 @@
+"""The agents' shortcuts (seed 000's lesson retrieval, seed 004's memory tools): each answers with
+the search engine's response shape, for the caller's team only."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from lessons.services.lessons import lesson_create
+from lessons.services.memories import memory_create, memory_update
+
+pytestmark = pytest.mark.django_db
+
+
+def _ids(response):
+    assert response.status_code == 200, response.content
+    return [hit["id"] for hit in response.json()["results"]]
+
+
+@pytest.fixture
+def lessons(team, other_team, django_capture_on_commit_callbacks):
+    rows = {}
+    # Embedding runs after commit, as in production.
+    with django_capture_on_commit_callbacks(execute=True):
+        for owner, suffix in ((team, "ours"), (other_team, "theirs")):
+            rows[f"auth_{suffix}"] = lesson_create(
+                team=owner,
+                title="Authentication: short-lived JWTs with refresh token rotation",
+                description="Login sessions were hijacked because access tokens lived for a week.",
+                category="security",
+                tech_stacks=["nextjs"],
+                project_types=["saas"],
+            )
+        rows["css"] = lesson_create(team=team, title="Prefer CSS grid for page layout", category="frontend")
+    return rows
+
+
+def test_relevant_lessons(api, lessons):
+    ids = _ids(api.get("/lessons/relevant", {"project_type": "saas", "tech_stack": ["nextjs"], "limit": 5}))
+    assert lessons["auth_ours"].pk in ids
+    assert lessons["auth_theirs"].pk not in ids
+
+
+def test_patterns_for_a_feature(api, lessons):
+    response = api.get("/lessons/patterns", {"feature": "Authentication", "limit": 3})
+    ids = _ids(response)
+    assert ids[0] == lessons["auth_ours"].pk
+    assert lessons["auth_theirs"].pk not in ids
+    assert response.json()["fallback"] is None  # found, not the recency fallback
+
+
+def test_lessons_for_a_session(api, lessons):
+    ids = _ids(api.post("/lessons/session", {"project": "shop", "recent_activity": "wiring up the login form"}))
+    assert lessons["auth_ours"].pk in ids
+    assert lessons["auth_theirs"].pk not in ids
+
+
+@pytest.fixture
+def memories(team, other_team, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        return _memories(team, other_team)
+
+
+def _memories(team, other_team):
+    rows = {}
+    for owner, suffix in ((team, "ours"), (other_team, "theirs")):
+        rows[f"sam_{suffix}"] = memory_create(
+            team=owner, content="Sam is my climbing partner", categories=["person"], people=["Sam"]
+        )
+        rows[f"panic_{suffix}"] = memory_create(
+            team=owner,
+            content="Panic attack on the crowded train",
+            categories=["emotion"],
+            emotions=["panic"],
+            occurred_at=timezone.now() - timedelta(days=3),
+        )
+    rows["guitar"] = memory_create(team=team, content="Learning the guitar", categories=["interest"])
+    rows["trip"] = memory_create(
+        team=team, content="Trip to Lisbon", categories=["event"], occurred_at=timezone.now() - timedelta(days=5)
+    )
+    rows["old_trip"] = memory_create(
+        team=team, content="School trip to Rome", categories=["event"], occurred_at=timezone.now() - timedelta(days=400)
+    )
+    return rows
+
+
+def test_friends(api, memories):
+    ids = _ids(api.get("/memories/friends"))
+    assert memories["sam_ours"].pk in ids and memories["sam_theirs"].pk not in ids
+
+
+def test_interests(api, memories):
+    ids = _ids(api.get("/memories/interests"))
+    assert memories["guitar"].pk in ids and memories["sam_ours"].pk not in ids
+
+
+def test_events_within_days(api, memories):
+    ids = _ids(api.get("/memories/events", {"days": 30}))
+    assert memories["trip"].pk in ids and memories["old_trip"].pk not in ids
+
+
+def test_by_person(api, memories):
+    ids = _ids(api.get("/memories/by-person", {"name": "Sam"}))
+    assert memories["sam_ours"].pk in ids and memories["sam_theirs"].pk not in ids
+
+
+def test_by_emotion(api, memories):
+    ids = _ids(api.get("/memories/by-emotion", {"emotion": "panic"}))
+    assert memories["panic_ours"].pk in ids and memories["panic_theirs"].pk not in ids
+
+
+def test_search_versions_finds_an_earlier_text(api, team, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        memory = memory_create(team=team, content="Works at a bakery in Porto")
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_update(memory=memory, content="Works as a nurse in Lisbon")
+    response = api.post("/memories/search-versions", {"query": "bakery job"})
+    found = response.json()["results"]
+    assert response.status_code == 200
+    assert any("bakery" in hit["fields"].get("content", "") for hit in found)
+
+
+@pytest.mark.parametrize(
+    "method, path, params, field",
+    [
+        ("get", "/lessons/patterns", {}, "feature"),
+        ("get", "/lessons/relevant", {"limit": -1}, "limit"),
+        ("get", "/memories/by-person", {}, "name"),
+        ("get", "/memories/by-emotion", {"emotion": ""}, "emotion"),
+        ("get", "/memories/events", {"days": 0}, "days"),
+        ("get", "/memories/friends", {"limit": 1000}, "limit"),
+        ("post", "/memories/search-versions", {}, "query"),
+        ("post", "/lessons/session", {"recent_activity": "x" * 60_000}, "recent_activity"),
+    ],
+)
+def test_bad_shortcut_input_is_422_naming_the_field(api, method, path, params, field):
+    response = api.get(path, params) if method == "get" else api.post(path, params)
+    assert response.status_code == 422, response.content
+    assert field in [error["field"] for error in response.json()["errors"]]

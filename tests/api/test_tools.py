@@ -1,0 +1,74 @@
+import json
+
+import pytest
+
+from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME, _inline, function_parameters
+from memory_site.api import api as ninja_api
+
+SEED_TOOLS = {
+    "semantic_search",
+    "get_all_friends",
+    "get_panic_attacks",
+    "get_interests",
+    "get_events",
+    "search_by_person",
+    "search_by_emotion",
+    "search_across_versions",
+}
+
+
+@pytest.fixture(scope="module")
+def openapi():
+    return ninja_api.get_openapi_schema()
+
+
+def _endpoint_parameters(openapi, tool) -> dict:
+    """What the endpoint accepts, as the OpenAPI document says, in function-calling form."""
+    method, path = tool.endpoint.split(" ", 1)
+    operation = openapi["paths"]["/api/v1" + path][method.lower()]
+    components = openapi["components"]["schemas"]
+    if "requestBody" in operation:
+        body = operation["requestBody"]["content"]["application/json"]["schema"]
+        return function_parameters(body, definitions=components, fixed=tuple(tool.fixed))
+    properties = {
+        parameter["name"]: _inline(parameter["schema"], components)
+        for parameter in operation.get("parameters", [])
+        if parameter["in"] == "query" and parameter["name"] not in tool.fixed
+    }
+    required = [p["name"] for p in operation.get("parameters", []) if p.get("required") and p["name"] not in tool.fixed]
+    return {"type": "object", "properties": properties, **({"required": required} if required else {})}
+
+
+def test_tools_cover_the_seeds_and_the_lesson_tools():
+    names = {tool.name for tool in AGENT_TOOLS}
+    assert SEED_TOOLS | {"search_lessons", "store_lesson", "propose_lesson", "store_memory"} <= names
+    assert len(names) == len(AGENT_TOOLS)
+
+
+@pytest.mark.parametrize("tool", AGENT_TOOLS, ids=lambda tool: tool.name)
+def test_each_tool_takes_exactly_what_its_endpoint_takes(openapi, tool):
+    assert tool.parameters() == _endpoint_parameters(openapi, tool)
+
+
+@pytest.mark.parametrize("tool", AGENT_TOOLS, ids=lambda tool: tool.name)
+def test_tool_schemas_are_self_contained(tool):
+    text = json.dumps(tool.as_function())
+    assert "$ref" not in text and "$defs" not in text
+    assert tool.parameters()["type"] == "object"
+
+
+def test_fixed_values_are_not_parameters():
+    assert "kind" not in TOOLS_BY_NAME["search_lessons"].parameters()["properties"]
+    assert "emotion" not in TOOLS_BY_NAME["get_panic_attacks"].parameters()["properties"]
+    assert TOOLS_BY_NAME["search_by_emotion"].parameters()["required"] == ["emotion"]
+    assert TOOLS_BY_NAME["search_lessons"].parameters()["required"] == ["query"]
+
+
+@pytest.mark.django_db
+def test_get_tools_lists_them_as_function_calling_schemas(anonymous):
+    response = anonymous.get("/tools")
+    assert response.status_code == 200
+    assert response.json() == [tool.as_function() for tool in AGENT_TOOLS]
+    first = response.json()[0]
+    assert first["type"] == "function"
+    assert set(first["function"]) == {"name", "description", "parameters"}

@@ -1,0 +1,150 @@
+"""The MCP server, driven by the official SDK's own client: in process (JSON-RPC over memory
+streams) for the tools' behaviour, and as `python manage.py mcp` over stdio end to end.
+
+The server runs the ORM in a worker thread, i.e. on its own database connection, so these tests
+commit their data (`transaction=True`)."""
+
+import json
+import os
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import anyio
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connection, connections
+from mcp import Client, StdioServerParameters
+
+from lessons.api.tools import AGENT_TOOLS
+from lessons.mcp_server import build_server
+from lessons.models import Lesson, Memory
+from lessons.services.api_keys import api_key_create
+from lessons.services.lessons import lesson_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(session):
+    """Run `session(client)` against an in-process server for the team; returns its result."""
+
+    def runner(team):
+        async def main():
+            try:
+                async with Client(build_server(team=team), mode="legacy") as client:
+                    return await session(client)
+            finally:
+                # The server's worker thread holds its own connection; let the test database go.
+                await sync_to_async(connections.close_all, thread_sensitive=True)()
+
+        return anyio.run(main)
+
+    return runner
+
+
+def _payload(result):
+    return json.loads(result.content[0].text)
+
+
+def test_lists_the_same_tools_as_the_api(team):
+    async def session(client):
+        return await client.list_tools()
+
+    listed = _run(session)(team)
+    assert [tool.name for tool in listed.tools] == [tool.name for tool in AGENT_TOOLS]
+    by_name = {tool.name: tool for tool in listed.tools}
+    for tool in AGENT_TOOLS:
+        assert by_name[tool.name].input_schema == tool.parameters()
+        assert by_name[tool.name].description == tool.description
+
+
+def test_store_tools_write_for_the_servers_team_only(team, other_team):
+    async def session(client):
+        lesson = await client.call_tool("store_lesson", {"title": "Pin your dependencies", "tags": ["Deps"]})
+        proposal = await client.call_tool("propose_lesson", {"title": "Maybe vendor the wheels"})
+        memory = await client.call_tool("store_memory", {"content": "Met Sam at the gym", "people": ["Sam"]})
+        return lesson, proposal, memory
+
+    lesson, proposal, memory = _run(session)(team)
+    assert not lesson.is_error and not proposal.is_error and not memory.is_error
+    stored = Lesson.objects.get(pk=_payload(lesson)["id"])
+    assert (stored.team, stored.tags, stored.status) == (team, ["deps"], "confirmed")
+    assert _payload(proposal)["status"] == "proposed"
+    assert lesson.structured_content["title"] == "Pin your dependencies"
+    assert Memory.objects.get(pk=_payload(memory)["id"]).team == team
+    assert not Lesson.objects.filter(team=other_team).exists()
+
+
+def test_bad_arguments_are_a_tool_error_naming_the_field(team):
+    async def session(client):
+        return (
+            await client.call_tool("search_lessons", {"query": "rls", "limit": -1}),
+            await client.call_tool("search_lessons", {"query": "x" * 100_000}),
+            await client.call_tool("store_lesson", {"title": "x", "confidence": 7}),
+            await client.call_tool("store_lesson", {"title": "x", "category": "Not OK!"}),
+            await client.call_tool("no_such_tool", {}),
+        )
+
+    negative, too_long, confidence, category, unknown = _run(session)(team)
+    for result in (negative, too_long, confidence, category, unknown):
+        assert result.is_error
+    assert _payload(negative)["errors"][0]["field"] == "limit"
+    assert "at most 2000" in _payload(too_long)["errors"][0]["message"]
+    assert _payload(confidence)["errors"][0]["field"] == "confidence"
+    assert _payload(category)["errors"][0]["field"] == "category"
+    assert "search_lessons" in _payload(unknown)["detail"]
+    assert not Lesson.objects.exists()
+
+
+def test_search_lessons_reads_the_teams_lessons(team, other_team):
+    ours = lesson_create(team=team, title="Enable row level security on multi-tenant tables")
+    theirs = lesson_create(team=other_team, title="Enable row level security on multi-tenant tables")
+
+    async def session(client):
+        return await client.call_tool("search_lessons", {"query": "tenant data isolation in postgres"})
+
+    result = _run(session)(team)
+    assert not result.is_error, result.content[0].text
+    ids = [hit["id"] for hit in _payload(result)["results"]]
+    assert ours.pk in ids and theirs.pk not in ids
+
+
+def _test_database_url() -> str:
+    """The test database, as a DATABASE_URL a subprocess can use (the embedded server listens on
+    a Unix socket, which goes in the query string)."""
+    settings = connection.settings_dict
+    host = settings["HOST"] or settings.get("OPTIONS", {}).get("host", "")
+    port = settings["PORT"] or settings.get("OPTIONS", {}).get("port", "")
+    credentials = quote(settings["USER"]) + (f":{quote(settings['PASSWORD'])}" if settings.get("PASSWORD") else "")
+    return f"postgres://{credentials}@/{settings['NAME']}?host={quote(str(host))}&port={port}"
+
+
+def test_manage_py_mcp_over_stdio_with_an_api_key(team, other_team):
+    ours = lesson_create(team=team, title="Index the foreign keys you join on")
+    lesson_create(team=other_team, title="Index the foreign keys you join on")
+    _, raw_key = api_key_create(team=team, name="coding assistant")
+    environment = {
+        **os.environ,
+        "DATABASE_URL": _test_database_url(),
+        "DJANGO_DEBUG": "1",
+        "MEMORY_STORE_API_KEY": raw_key,
+    }
+    parameters = StdioServerParameters(
+        command=sys.executable, args=["manage.py", "mcp"], env=environment, cwd=str(PROJECT_ROOT)
+    )
+
+    async def main():
+        async with Client(parameters, read_timeout_seconds=120) as client:
+            tools = await client.list_tools()
+            stored = await client.call_tool("store_memory", {"content": "Started the MCP session", "importance": 3})
+            found = await client.call_tool("search_lessons", {"query": "slow joins", "mode": "text", "limit": 5})
+            return tools, stored, found
+
+    tools, stored, found = anyio.run(main)
+    assert "search_lessons" in {tool.name for tool in tools.tools}
+    assert not stored.is_error
+    assert Memory.objects.get(pk=_payload(stored)["id"]).team == team
+    assert not found.is_error, found.content[0].text
+    assert [hit["id"] for hit in _payload(found)["results"]] == [ours.pk]
