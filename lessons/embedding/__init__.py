@@ -2,6 +2,21 @@
 sentence-transformers themselves, so the backend can be swapped in settings (EMBEDDING_BACKEND)."""
 
 from lessons.embedding.backends import EmbeddingBackend, EmbeddingUnavailable, get_embedding_backend
-from lessons.embedding.text import content_hash, embedding_text
+from lessons.embedding.text import (
+    content_hash,
+    content_hash_sql,
+    embedded_fields,
+    embedding_text,
+    embedding_text_sql,
+)
 
-__all__ = ["EmbeddingBackend", "EmbeddingUnavailable", "content_hash", "embedding_text", "get_embedding_backend"]
+__all__ = [
+    "EmbeddingBackend",
+    "EmbeddingUnavailable",
+    "content_hash",
+    "content_hash_sql",
+    "embedded_fields",
+    "embedding_text",
+    "embedding_text_sql",
+    "get_embedding_backend",
+]

@@ -1,20 +1,90 @@
-"""Writing embeddings: one batched encode and one bulk write per batch of rows.
+"""Writing embeddings: scheduling after a save, refreshing rows, and the batched backfill.
 
-A vector is written only if the row still holds the text it was computed from (its current
-text hashes to the same value at write time), so an edit made while the model was busy is never
-overwritten with an embedding of the old text.
+- A save through the services calls `embedding_schedule`: after the transaction commits, a
+  django-tasks task (lessons.tasks.embed_item) embeds the row. The save never waits for the model
+  and never fails because of it; a row whose embedding could not be queued or computed stays
+  pending (missing or stale) and the next backfill picks it up.
+- `embedding_refresh` embeds a batch with one encode and writes it with one statement. A vector is
+  written only if the row still holds the text it was computed from, so an edit made while the
+  model was busy is never overwritten with an embedding of the old text.
+- `embedding_backfill` walks the pending rows in primary-key order (keyset pagination), one
+  committed batch at a time: an interrupted run keeps its finished batches, a re-run continues.
 """
 
+import contextvars
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from lessons.embedding import EmbeddingUnavailable, content_hash, embedding_text, get_embedding_backend
-from lessons.models import Lesson, Memory
+from lessons.embedding import (
+    EmbeddingUnavailable,
+    content_hash,
+    embedded_fields,
+    embedding_text,
+    get_embedding_backend,
+)
+from lessons.models import Lesson, Memory, Team
+from lessons.selectors.embeddings import EMBEDDED_KINDS, embedding_pending, embedding_status_counts
 
 logger = logging.getLogger(__name__)
+
+BACKFILL_KINDS = ("lessons", "memories", "all")
+
+
+# --- scheduling after a save ----------------------------------------------------------------------
+
+_deferred_depth = contextvars.ContextVar("embeddings_deferred_depth", default=0)
+
+
+@contextmanager
+def embeddings_deferred() -> Iterator[None]:
+    """Inside this block, saves through the services schedule no embedding: for bulk loads that
+    run `embedding_backfill` afterwards, which embeds in batches far faster than row by row."""
+    token = _deferred_depth.set(_deferred_depth.get() + 1)
+    try:
+        yield
+    finally:
+        _deferred_depth.reset(token)
+
+
+def embedding_kind(item: Lesson | Memory) -> str:
+    for kind, model in EMBEDDED_KINDS.items():
+        if isinstance(item, model):
+            return kind
+    raise TypeError(f"{type(item).__name__} rows carry no embedding")
+
+
+def embedding_schedule(*, item: Lesson | Memory) -> None:
+    """Queue the embedding of `item` once the current transaction commits (at once outside one).
+    Nothing is queued when the transaction rolls back, or inside `embeddings_deferred()`."""
+    if _deferred_depth.get():
+        return
+    transaction.on_commit(partial(_enqueue, kind=embedding_kind(item), item_id=item.pk), robust=True)
+
+
+def embedding_schedule_if_pending(*, item: Lesson | Memory) -> None:
+    """Schedule `item` only if the embedding it carries does not match its text and the model:
+    an archived memory version usually keeps the (fresh) embedding copied from its memory."""
+    expected = content_hash(model_name=get_embedding_backend().model_name, text=embedding_text(item))
+    if item.embedding is None or item.content_hash != expected:
+        embedding_schedule(item=item)
+
+
+def _enqueue(*, kind: str, item_id: int) -> None:
+    from lessons.tasks import embed_item  # the task module imports this one
+
+    try:
+        embed_item.enqueue(kind=kind, item_id=item_id)
+    except Exception:  # a queue that is down must not undo or fail the save that came before
+        logger.exception("could not queue the embedding of %s %s; it stays pending for the next backfill", kind, item_id)
+
+
+# --- refreshing rows ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -23,6 +93,7 @@ class EmbeddingReport:
     skipped_changed: int = 0  # the text changed while it was being embedded
     failed_ids: list[int] = field(default_factory=list)
     failure_reason: str | None = None
+    changed_ids: list[int] = field(default_factory=list)
 
 
 def embedding_refresh(*, items: list[Lesson | Memory]) -> EmbeddingReport:
@@ -44,23 +115,33 @@ def embedding_refresh(*, items: list[Lesson | Memory]) -> EmbeddingReport:
     hashes = [content_hash(model_name=backend.model_name, text=text) for text in texts]
     written = _bulk_write(items=items, vectors=vectors, hashes=hashes, model_name=backend.model_name)
     report.embedded = len(written)
-    report.skipped_changed = len(items) - len(written)
+    report.changed_ids = [item.pk for item in items if item.pk not in written]
+    report.skipped_changed = len(report.changed_ids)
     return report
 
 
-def _source_columns(model) -> tuple[str, ...]:
-    return ("title", "description", "recommendation") if model is Lesson else ("content", "details")
+def embedding_refresh_pending(*, kind: str, ids: list[int]) -> EmbeddingReport:
+    """Embed those of the rows `ids` (of `kind`) that are missing or stale; fresh ones cost nothing.
+    This is what the task queued after a save runs."""
+    model = EMBEDDED_KINDS[kind]
+    items = list(embedding_pending(model.objects.filter(pk__in=ids)).only("pk", *embedded_fields(model)).order_by("pk"))
+    return embedding_refresh(items=items)
+
+
+def _vector_literal(vector) -> str:
+    # 9 significant digits round-trip a float32 exactly.
+    return "[" + ",".join(f"{x:.9g}" for x in vector.tolist()) + "]"
 
 
 def _bulk_write(*, items, vectors, hashes, model_name: str) -> set[int]:
     """One UPDATE ... FROM (VALUES ...), guarded: a row whose source columns no longer hold the
     values that were embedded is left alone (it stays stale for the next run)."""
     model = type(items[0])
-    columns = _source_columns(model)
+    columns = embedded_fields(model)
     row_sql = "(%s::bigint, %s::vector, %s::text" + ", %s::text" * len(columns) + ")"
     params: list = []
     for item, vector, digest in zip(items, vectors, hashes):
-        params.extend([item.pk, "[" + ",".join(f"{x:.7g}" for x in vector) + "]", digest])
+        params.extend([item.pk, _vector_literal(vector), digest])
         params.extend(getattr(item, column) for column in columns)
     guard = " AND ".join(f"t.{column} = v.{column}" for column in columns)
     sql = f"""
@@ -73,3 +154,109 @@ def _bulk_write(*, items, vectors, hashes, model_name: str) -> set[int]:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql, [model_name, timezone.now(), *params])
         return {row[0] for row in cursor.fetchall()}
+
+
+# --- the backfill -------------------------------------------------------------------------------
+
+
+@dataclass
+class BackfillReport:
+    pending: int = 0  # rows to embed when the run started (missing or stale; all rows with include_fresh)
+    embedded: int = 0
+    already_fresh: int = 0
+    failed_ids: dict[str, list[int]] = field(default_factory=dict)  # kind -> ids
+    changed_ids: dict[str, list[int]] = field(default_factory=dict)  # edited while embedding: left stale
+    failure_reasons: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return sum(len(ids) for ids in self.failed_ids.values())
+
+    @property
+    def changed(self) -> int:
+        return sum(len(ids) for ids in self.changed_ids.values())
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def _kinds(kind: str) -> list[str]:
+    if kind not in BACKFILL_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(BACKFILL_KINDS)}, not {kind!r}")
+    return list(EMBEDDED_KINDS) if kind == "all" else [kind]
+
+
+def embedding_backfill(
+    *,
+    kind: str = "all",
+    team: Team | None = None,
+    ids: list[int] | None = None,
+    include_fresh: bool = False,
+    batch_size: int = 64,
+    dry_run: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> BackfillReport:
+    """Embed the missing and stale rows of `kind` ("lessons", "memories" or "all"), optionally of
+    one team or only the rows `ids`; `include_fresh` re-embeds fresh rows too.
+
+    Batches of `batch_size` rows in primary-key order, each one encode and one UPDATE, each
+    committed on its own. `progress(advance, total)` is called with (0, total) before the first
+    batch and with the batch's row count after each. `dry_run` only counts. Raises ValueError for a
+    bad kind or batch size and EmbeddingUnavailable (before writing anything) when the model is off.
+    """
+    kinds = _kinds(kind)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    backend = get_embedding_backend()
+    report = BackfillReport()
+    scopes = {}
+    for name in kinds:
+        scope = EMBEDDED_KINDS[name].objects.all()
+        if team is not None:
+            scope = scope.filter(team=team)
+        if ids is not None:
+            scope = scope.filter(pk__in=ids)
+        counts = embedding_status_counts(scope, model_name=backend.model_name)
+        if include_fresh:
+            report.pending += sum(counts.values())
+        else:
+            report.pending += counts["stale"] + counts["missing"]
+            report.already_fresh += counts["fresh"]
+            scope = embedding_pending(scope, model_name=backend.model_name)
+        scopes[name] = scope
+    if dry_run or not report.pending:
+        return report
+    reason = backend.unavailable_reason
+    if reason is not None:
+        raise EmbeddingUnavailable(reason)
+
+    if progress is not None:
+        progress(0, report.pending)
+    for name, scope in scopes.items():
+        _backfill_kind(kind=name, scope=scope, batch_size=batch_size, report=report, progress=progress)
+    return report
+
+
+def _backfill_kind(*, kind: str, scope, batch_size: int, report: BackfillReport, progress) -> None:
+    model = EMBEDDED_KINDS[kind]
+    # Only the columns that are embedded: never the stored vectors or search vectors.
+    rows = scope.only("pk", *embedded_fields(model)).order_by("pk")
+    last_pk = 0
+    while True:
+        # Keyset pagination: rows embedded meanwhile drop out of `scope`, failed ones stay, so an
+        # OFFSET would skip or repeat rows; "after the last pk seen" does neither.
+        batch = list(rows.filter(pk__gt=last_pk)[:batch_size])
+        if not batch:
+            return
+        last_pk = batch[-1].pk
+        result = embedding_refresh(items=batch)
+        report.embedded += result.embedded
+        if result.failed_ids:
+            report.failed_ids.setdefault(kind, []).extend(result.failed_ids)
+            if result.failure_reason not in report.failure_reasons:
+                report.failure_reasons.append(result.failure_reason)
+        if result.changed_ids:
+            report.changed_ids.setdefault(kind, []).extend(result.changed_ids)
+        if progress is not None:
+            progress(len(batch), report.pending)

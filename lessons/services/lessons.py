@@ -4,6 +4,7 @@ from django.db import transaction
 
 from lessons.models import Lesson, LessonStatus, Team
 from lessons.services.common import normalise_terms
+from lessons.services.embeddings import embedding_schedule
 
 TEXT_FIELDS = ("title", "description", "context", "recommendation")
 TERM_FIELDS = ("project_types", "tech_stacks", "tags")
@@ -17,6 +18,8 @@ EDITABLE_FIELDS = (
     "status",
 )
 # A change to these changes the embedded text (see lessons.embedding.text.embedding_text).
+# Every status is embedded: accepting a proposal makes it searchable at once, and curators can
+# search proposals and rejected lessons by meaning too.
 EMBEDDED_FIELDS = ("title", "description", "recommendation")
 
 
@@ -71,6 +74,7 @@ def lesson_create(
     lesson = Lesson(team=team, **fields)
     lesson.full_clean()
     lesson.save()
+    embedding_schedule(item=lesson)
     return lesson
 
 
@@ -88,6 +92,8 @@ def lesson_update(*, lesson: Lesson, **changes) -> Lesson:
         return lesson
     lesson.full_clean()
     lesson.save(update_fields=[*changed, "updated_at"])
+    if any(name in EMBEDDED_FIELDS for name in changed):
+        embedding_schedule(item=lesson)
     return lesson
 
 

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from lessons.models import Memory, Team
 from lessons.services.common import normalise_names, normalise_terms
+from lessons.services.embeddings import embedding_schedule, embedding_schedule_if_pending
 
 VERSIONED_FIELDS = ("content", "details")
 EDITABLE_FIELDS = (
@@ -77,6 +78,7 @@ def memory_create(
     memory = Memory(team=team, **fields)
     memory.full_clean()
     memory.save()
+    embedding_schedule(item=memory)
     return memory
 
 
@@ -112,6 +114,8 @@ def memory_update(*, memory: Memory, **changes) -> Memory:
         stored.version += 1
         update_fields.append("version")
     stored.save(update_fields=update_fields)
+    if text_changed:
+        embedding_schedule(item=stored)
     memory.__dict__.update({name: getattr(stored, name) for name in [*EDITABLE_FIELDS, "version", "updated_at"]})
     return stored
 
@@ -127,6 +131,8 @@ def _archive_version(*, memory: Memory, previous_state: dict) -> Memory:
     version.save()
     # A version was written when the memory was last updated, not now.
     Memory.objects.filter(pk=version.pk).update(created_at=written_at, updated_at=written_at)
+    # It keeps the embedding copied from the memory; only one never embedded (or stale) needs one.
+    embedding_schedule_if_pending(item=version)
     return version
 
 

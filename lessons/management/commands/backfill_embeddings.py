@@ -1,0 +1,80 @@
+"""`python manage.py backfill_embeddings`: embed the rows that are missing or stale, in batches."""
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from lessons.embedding import EmbeddingUnavailable
+from lessons.models import Team
+from lessons.services.embeddings import BACKFILL_KINDS, BackfillReport, embedding_backfill
+
+SHOWN_IDS = 50  # failed ids listed in the summary; the rest are counted
+
+
+class Command(BaseCommand):
+    help = (
+        "Embed lessons and memories whose embedding is missing or stale (text or model changed), in "
+        "primary-key order and committed batch by batch: an interrupted run keeps what it finished."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--kind", choices=BACKFILL_KINDS, default="all", help="Which rows (default: all).")
+        parser.add_argument("--team", help="Only this team (slug).")
+        parser.add_argument("--all", action="store_true", dest="include_fresh", help="Re-embed fresh rows too.")
+        parser.add_argument("--batch-size", type=int, default=64, help="Rows per encode and write (64).")
+        parser.add_argument("--dry-run", action="store_true", help="Only count what would be embedded.")
+
+    def handle(self, *args, kind, team, include_fresh, batch_size, dry_run, **options):
+        team_obj = None
+        if team is not None:
+            team_obj = Team.objects.filter(slug=team).first()
+            if team_obj is None:
+                raise CommandError(f"--team: no team with slug {team!r}")
+        if batch_size < 1:
+            raise CommandError(f"--batch-size must be at least 1, not {batch_size}")
+
+        bar = None
+        show_bar = options["verbosity"] > 0
+
+        def progress(advance: int, total: int) -> None:
+            nonlocal bar
+            if bar is None and show_bar:
+                bar = tqdm(total=total, unit="item", desc="embedding", file=self.stderr._out, dynamic_ncols=True)
+            if bar is not None:
+                bar.update(advance)
+
+        try:
+            report = embedding_backfill(
+                kind=kind,
+                team=team_obj,
+                include_fresh=include_fresh,
+                batch_size=batch_size,
+                dry_run=dry_run,
+                progress=progress,
+            )
+        except EmbeddingUnavailable as error:
+            raise CommandError(f"the embedding model is unavailable, nothing was embedded: {error}") from error
+        finally:
+            if bar is not None:
+                bar.close()
+
+        self.stdout.write(self._summary(report, dry_run=dry_run))
+        if report.failed:
+            raise CommandError(
+                f"{report.failed} row(s) could not be embedded ({'; '.join(report.failure_reasons)}); "
+                "they stay pending for the next run."
+            )
+
+    def _summary(self, report: BackfillReport, *, dry_run: bool) -> str:
+        if dry_run:
+            return f"dry run: {report.pending} to embed, {report.already_fresh} already fresh"
+        lines = [f"embedded: {report.embedded}, already fresh: {report.already_fresh}, failed: {report.failed}"]
+        for kind, ids in report.failed_ids.items():
+            lines.append(f"failed {kind}: {_ids(ids)}")
+        for kind, ids in report.changed_ids.items():
+            lines.append(f"edited while embedding (left stale, their edit queued a new embedding) {kind}: {_ids(ids)}")
+        return "\n".join(lines)
+
+
+def _ids(ids: list[int]) -> str:
+    shown = ", ".join(str(pk) for pk in ids[:SHOWN_IDS])
+    return shown + (f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else "")

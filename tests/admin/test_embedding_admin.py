@@ -1,0 +1,113 @@
+import pytest
+from django.contrib.messages import get_messages
+from django.test import override_settings
+from django.urls import reverse
+
+from lessons.models import Lesson, Memory
+from lessons.selectors.embeddings import with_embedding_status
+from lessons.services.embeddings import embedding_backfill, embeddings_deferred
+from lessons.services.lessons import lesson_create
+from lessons.services.memories import memory_create, memory_update
+
+pytestmark = pytest.mark.django_db
+
+LESSONS = reverse("admin:lessons_lesson_changelist")
+MEMORIES = reverse("admin:lessons_memory_changelist")
+
+
+def statuses(model) -> dict[int, str]:
+    return dict(with_embedding_status(model.objects.all()).values_list("pk", "embedding_status"))
+
+
+@pytest.fixture
+def three_lessons(team):
+    with embeddings_deferred():
+        fresh = lesson_create(team=team, title="Fresh lesson about caching")
+        stale = lesson_create(team=team, title="Stale lesson about retries")
+        missing = lesson_create(team=team, title="Missing lesson about backups")
+    embedding_backfill(ids=[fresh.pk, stale.pk], kind="lessons")
+    Lesson.objects.filter(pk=stale.pk).update(title="Stale lesson about retries, edited")
+    return fresh, stale, missing
+
+
+def test_lesson_list_shows_and_filters_the_status(admin_client, three_lessons):
+    response = admin_client.get(LESSONS)
+    page = response.content.decode()
+    assert page.count('<td class="field-embedding_status">Fresh</td>') == 1
+    assert page.count('<td class="field-embedding_status">Stale</td>') == 1
+    assert page.count('<td class="field-embedding_status">Missing</td>') == 1
+    for status, title in [("stale", "Stale lesson"), ("missing", "Missing lesson"), ("fresh", "Fresh lesson")]:
+        response = admin_client.get(LESSONS, {"embedding_status": status})
+        assert response.context["cl"].result_count == 1
+        assert title in response.content.decode()
+
+
+def test_change_form_shows_model_and_time(admin_client, three_lessons):
+    fresh = three_lessons[0]
+    page = admin_client.get(reverse("admin:lessons_lesson_change", args=[fresh.pk])).content.decode()
+    assert "sentence-transformers/all-MiniLM-L6-v2" in page
+    assert "Fresh" in page
+
+
+def test_reembed_action_reports_embedded_and_failed(admin_client, three_lessons):
+    fresh, stale, missing = three_lessons
+    before = Lesson.objects.get(pk=fresh.pk).embedded_at
+    response = admin_client.post(
+        LESSONS, {"action": "reembed_selected", "_selected_action": [fresh.pk, stale.pk, missing.pk]}, follow=True
+    )
+    assert [str(message) for message in get_messages(response.wsgi_request)] == ["Re-embedded 3, failed 0."]
+    assert set(statuses(Lesson).values()) == {"fresh"}
+    assert Lesson.objects.get(pk=fresh.pk).embedded_at > before  # re-embedded, though it was fresh
+
+
+def test_reembed_action_with_the_model_off_reports_the_failure(admin_client, three_lessons):
+    _, stale, missing = three_lessons
+    with override_settings(EMBEDDINGS_ENABLED=False):
+        response = admin_client.post(
+            LESSONS, {"action": "reembed_selected", "_selected_action": [stale.pk, missing.pk]}, follow=True
+        )
+    (message,) = [str(message) for message in get_messages(response.wsgi_request)]
+    assert message.startswith("Re-embedded 0, failed 2:") and "turned off" in message
+    assert statuses(Lesson)[missing.pk] == "missing"
+
+
+def test_memory_list_status_filter_and_action_on_versions(admin_client, team):
+    with embeddings_deferred():
+        memory = memory_create(team=team, content="Tom plays bass")
+        memory = memory_update(memory=memory, content="Tom plays double bass")
+    version = Memory.objects.get(current_version=memory)
+    response = admin_client.get(MEMORIES, {"embedding_status": "missing"})
+    assert response.context["cl"].result_count == 1  # current memories only, by default
+    response = admin_client.get(MEMORIES, {"embedding_status": "missing", "version_state": "earlier"})
+    assert response.context["cl"].result_count == 1
+    response = admin_client.post(
+        MEMORIES + "?version_state=earlier", {"action": "reembed_selected", "_selected_action": [version.pk]}, follow=True
+    )
+    assert [str(message) for message in get_messages(response.wsgi_request)] == ["Re-embedded 1, failed 0."]
+    assert statuses(Memory) == {memory.pk: "missing", version.pk: "fresh"}
+
+
+def test_admin_edit_of_a_lesson_saves_and_re_embeds(admin_client, team, django_capture_on_commit_callbacks):
+    with embeddings_deferred():
+        lesson = lesson_create(team=team, title="Pin base images", category="deployment")
+    form = {
+        "team": team.pk,
+        "external_id": "",
+        "title": "Pin base images by digest",
+        "category": "deployment",
+        "status": "confirmed",
+        "description": "",
+        "context": "",
+        "recommendation": "",
+        "confidence": 0.5,
+        "frequency": 1,
+        "project_types": "",
+        "tech_stacks": "",
+        "tags": "",
+    }
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = admin_client.post(reverse("admin:lessons_lesson_change", args=[lesson.pk]), form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert len(callbacks) == 1
+    assert Lesson.objects.get(pk=lesson.pk).title == "Pin base images by digest"
+    assert statuses(Lesson) == {lesson.pk: "fresh"}

@@ -1,0 +1,149 @@
+"""The BM25 keyword leg: postings kept in step with the rows, and the arithmetic of the score."""
+
+import math
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from lessons.models import Lesson
+from lessons.search.keyword import keyword_candidates
+from lessons.services.lessons import lesson_create, lesson_delete, lesson_update
+from lessons.services.memories import memory_create, memory_update
+from tests.factories import LessonFactory
+
+pytestmark = pytest.mark.django_db
+
+PLAIN_BM25 = {"K1": 1.2, "B": 0.75, "FIELD_WEIGHTS": {"A": 1.0, "B": 1.0, "C": 1.0, "D": 1.0}}
+
+
+def search(team, query, *, filter_sql="t.team_id = %s", filter_params=None, limit=10, kind="lessons"):
+    return keyword_candidates(
+        kind=kind,
+        team_id=team.id,
+        query=query,
+        filter_sql=filter_sql,
+        filter_params=[team.id] if filter_params is None else filter_params,
+        limit=limit,
+    )
+
+
+def stats(team, kind="l"):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT doc_count, len_a + len_b + len_c + len_d FROM lessons_keyword_stats WHERE kind = %s AND team_id = %s",
+            [kind, team.id],
+        )
+        return cursor.fetchone()
+
+
+def postings(row_id, kind="l"):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT lexeme, tf_a + tf_b + tf_c + tf_d FROM lessons_keyword_posting WHERE kind = %s AND row_id = %s",
+            [kind, row_id],
+        )
+        return dict(cursor.fetchall())
+
+
+def bare_lesson(team, title, description=""):
+    """A lesson whose only indexed words are the given ones (category set to a word we never query)."""
+    return LessonFactory(team=team, title=title, description=description, recommendation="", category="zzz")
+
+
+def test_postings_follow_inserts_updates_deletes_and_raw_sql(team):
+    lesson = lesson_create(team=team, title="Cache invalidation", description="cache keys expire", category="zzz")
+    assert postings(lesson.id) == {"cach": 2, "invalid": 1, "key": 1, "expir": 1, "zzz": 1}
+    assert stats(team) == (1, 6)
+
+    lesson_update(lesson=lesson, description="stale reads")
+    assert postings(lesson.id) == {"cach": 1, "invalid": 1, "stale": 1, "read": 1, "zzz": 1}
+    assert stats(team) == (1, 5)
+
+    Lesson.objects.filter(pk=lesson.pk).update(title="Pool size")  # behind the ORM's back
+    assert set(postings(lesson.id)) == {"pool", "size", "stale", "read", "zzz"}
+
+    lesson_update(lesson=lesson, confidence=0.9)  # no text change: postings untouched
+    assert stats(team) == (1, 5)
+
+    lesson_delete(lesson=lesson)
+    assert postings(lesson.id) == {}
+    assert stats(team) == (0, 0)
+
+
+def test_memory_versions_are_indexed_as_rows_of_their_own(team):
+    memory = memory_create(team=team, content="Jonas studies architecture")
+    memory_update(memory=memory, content="Jonas builds furniture")
+    hits = search(team, "architecture", kind="memories")
+    assert [hit.id for hit in hits] == [memory.previous_versions.get().id]
+
+
+@override_settings(SEARCH_BM25=PLAIN_BM25)
+def test_score_is_bm25(team):
+    """Three one-field documents; the expected score written out from the formula."""
+    first = bare_lesson(team, "apple apple banana")
+    bare_lesson(team, "banana cherry")
+    bare_lesson(team, "cherry date elderberry fig")
+    hits = search(team, "apple")
+    # N = 3, df(appl) = 1, every doc also holds the term "zzz": lengths 4, 3, 5, avglen 4.
+    idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    k1, b = 1.2, 0.75
+    expected = idf * 2 * (k1 + 1) / (2 + k1 * (1 - b + b * 4 / 4))
+    assert [hit.id for hit in hits] == [first.id]
+    assert hits[0].score == pytest.approx(expected, rel=1e-9)
+    assert hits[0].matched_terms == ["appl"]
+
+
+@override_settings(SEARCH_BM25=PLAIN_BM25)
+def test_rarer_terms_and_shorter_documents_rank_higher(team):
+    short = bare_lesson(team, "banana split")
+    long = bare_lesson(team, "banana with custard cream sprinkles and a long list of other toppings")
+    for _ in range(3):
+        bare_lesson(team, "banana bread")
+    rare = bare_lesson(team, "durian")
+    hits = search(team, "banana split durian")
+    assert hits[0].id in {short.id, rare.id}
+    ranked = [hit.id for hit in hits]
+    assert ranked.index(short.id) < ranked.index(long.id)
+
+
+def test_exact_terms_match_tags_and_tech_stacks_unstemmed(team):
+    tagged = lesson_create(team=team, title="Pages render twice", tech_stacks=["nextjs"], tags=["rls"])
+    lesson_create(team=team, title="Something else entirely")
+    assert [hit.id for hit in search(team, "nextjs")] == [tagged.id]
+    assert [hit.id for hit in search(team, "RLS")] == [tagged.id]
+
+
+def test_a_word_whose_stem_is_itself_counts_once(team):
+    lesson = bare_lesson(team, "cell biology")
+    bare_lesson(team, "other words")
+    once = search(team, "cell")[0].score
+    assert search(team, "cell")[0].matched_terms == ["cell"]
+    assert search(team, "the cell")[0].score == pytest.approx(once)  # stop words add nothing
+    assert lesson.id == search(team, "cells")[0].id  # stemmed query reaches the stemmed text
+
+
+def test_no_terms_no_hits(team):
+    bare_lesson(team, "anything")
+    assert search(team, "") == []
+    assert search(team, "the of and") == []
+
+
+def test_filters_apply_before_the_limit(team):
+    for number in range(30):
+        bare_lesson(team, f"deploy pipeline {number}")
+    wanted = LessonFactory(team=team, title="deploy pipeline slow", category="rare-category")
+    hits = search(
+        team, "deploy pipeline", filter_sql="t.team_id = %s AND t.category = %s", filter_params=[team.id, "rare-category"], limit=5
+    )
+    assert [hit.id for hit in hits] == [wanted.id]
+
+
+def test_teams_keep_their_own_statistics_and_rows(team, other_team):
+    mine = bare_lesson(team, "kafka consumer lag")
+    bare_lesson(team, "unrelated")
+    before = search(team, "kafka")[0].score
+    for _ in range(5):
+        bare_lesson(other_team, "kafka kafka")
+    assert search(team, "kafka")[0].score == pytest.approx(before)  # df and N are per team
+    assert [hit.id for hit in search(team, "kafka", limit=50)] == [mine.id]
