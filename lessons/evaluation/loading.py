@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils.text import slugify
 
-from lessons.embedding import content_hash, embedding_text, get_embedding_backend
+from lessons.embedding import EmbeddingUnavailable
 from lessons.evaluation.beir import Document
 from lessons.models import Lesson, Memory, Team
-from lessons.services.embeddings import embedding_refresh
+from lessons.services.embeddings import embedding_backfill, embeddings_deferred
 from lessons.services.lessons import lesson_create, lesson_delete, lesson_update
 from lessons.services.memories import memory_create, memory_delete, memory_update
 from lessons.services.teams import team_get_or_create
@@ -188,8 +188,9 @@ def corpus_load(
 
     bar = progress_bar(progress, total=len(pending) + len(changed) + len(gone), desc=f"loading {team.slug}")
     try:
-        # One transaction: a commit per row would cost more than the row itself.
-        with transaction.atomic():
+        # One transaction: a commit per row would cost more than the row itself. Deferred: the
+        # rows are embedded afterwards in batches (corpus_embed), not one task per row.
+        with embeddings_deferred(), transaction.atomic():
             for doc_id in pending:
                 create(team=team, **wanted[doc_id])
                 report.created += 1
@@ -213,31 +214,30 @@ def corpus_load(
 
 
 def corpus_embed(*, team: Team, kind: str, progress: ProgressFactory | None = None) -> LoadReport:
-    """Embed the team's rows whose embedding is missing or stale (text or model changed)."""
-    report = LoadReport()
-    backend = get_embedding_backend()
-    model = Lesson if kind == "lessons" else Memory
-    rows = model.objects.filter(team=team).defer("embedding").order_by("pk")
-    due = [
-        row
-        for row in rows
-        if row.embedded_at is None
-        or row.embedding_model != backend.model_name
-        or row.content_hash != content_hash(model_name=backend.model_name, text=embedding_text(row))
-    ]
-    bar = progress_bar(progress, total=len(due), desc=f"embedding {team.slug}")
+    """Embed the team's rows whose embedding is missing or stale (their text or the model
+    changed) through the normal batched backfill; fresh rows are not touched."""
+    bar = None
+
+    def advance(count: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = progress_bar(progress, total=total, desc=f"embedding {team.slug}")
+        bar.update(count)
+
     try:
-        for start in range(0, len(due), EMBED_BATCH_SIZE):
-            batch = due[start : start + EMBED_BATCH_SIZE]
-            result = embedding_refresh(items=batch)
-            report.embedded += result.embedded
-            if result.failed_ids:
-                report.embedding_failed += len(result.failed_ids)
-                report.embedding_failure = result.failure_reason
-            bar.update(len(batch))
+        result = embedding_backfill(kind=kind, team=team, batch_size=EMBED_BATCH_SIZE, progress=advance)
+    except EmbeddingUnavailable as error:
+        # Searches still run (semantic and hybrid degrade); the command says why.
+        pending = embedding_backfill(kind=kind, team=team, dry_run=True).pending
+        return LoadReport(embedding_failed=pending, embedding_failure=str(error))
     finally:
-        bar.close()
-    return report
+        if bar is not None:
+            bar.close()
+    return LoadReport(
+        embedded=result.embedded,
+        embedding_failed=result.failed,
+        embedding_failure="; ".join(result.failure_reasons) or None,
+    )
 
 
 def dataset_load(

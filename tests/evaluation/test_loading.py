@@ -5,10 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lessons.embedding import get_embedding_backend
+from lessons.embedding import content_hash, embedding_text, get_embedding_backend
 from lessons.evaluation.beir import Document, read_dataset
 from lessons.evaluation.loading import (
     corpus_embed,
+    corpus_load,
     dataset_load,
     document_fields,
     evaluation_teams_drop,
@@ -95,7 +96,10 @@ def test_changed_and_removed_documents(tiny):
 @pytest.mark.django_db
 def test_model_change_makes_rows_stale(tiny):
     teams, _ = dataset_load(dataset_name=tiny.name, documents=tiny.documents, kind="lessons")
-    Lesson.objects.filter(team=teams[None], external_id__in=["d1", "d2"]).update(embedding_model="an-older-model")
+    # Rows embedded by another model carry that model's hash of their text.
+    for lesson in Lesson.objects.filter(team=teams[None], external_id__in=["d1", "d2"]):
+        old_hash = content_hash(model_name="an-older-model", text=embedding_text(lesson))
+        Lesson.objects.filter(pk=lesson.pk).update(embedding_model="an-older-model", content_hash=old_hash)
     report = corpus_embed(team=teams[None], kind="lessons")
     assert report.embedded == 2
     assert set(Lesson.objects.filter(team=teams[None]).values_list("embedding_model", flat=True)) == {
@@ -145,3 +149,14 @@ def test_drop_deletes_the_datasets_teams_only(scoped):
     assert list(Team.objects.values_list("slug", flat=True)) == ["eval-beir_scoped-team"]
     assert Memory.objects.count() == 0
     assert Lesson.objects.filter(team=bystander).count() == 1
+
+
+@pytest.mark.django_db
+def test_loading_schedules_no_per_row_embedding(tiny, django_capture_on_commit_callbacks):
+    team = TeamFactory(slug="eval-beir_tiny")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        report = corpus_load(team=team, documents=tiny.documents, kind="lessons")
+    assert report.created == 8
+    assert callbacks == []  # nothing queued per row: the backfill embeds them in batches
+    assert Lesson.objects.filter(team=team, embedding__isnull=True).count() == 8
+    assert corpus_embed(team=team, kind="lessons").embedded == 8
