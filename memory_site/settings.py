@@ -144,3 +144,28 @@ SEARCH_BM25 = {
     "B": env.float("SEARCH_BM25_B", default=0.5),
     "FIELD_WEIGHTS": {"A": 1.5, "B": 1.0, "C": 0.5, "D": 1.0},
 }
+
+# --- Search ---------------------------------------------------------------------------------
+# The hybrid engine (lessons/search/engine.py has the formula). Weights may also be given per
+# request; these are the defaults of seed 000: meaning 0.5, words/metadata 0.3, quality 0.2.
+SEARCH_WEIGHTS = {"semantic": 0.5, "keyword": 0.3, "quality": 0.2}
+SEARCH_RRF_K = 60
+# Semantic-only candidates below this cosine similarity are dropped (keyword hits are kept).
+SEARCH_SIMILARITY_FLOOR = env.float("SEARCH_SIMILARITY_FLOOR", default=0.3)
+# Primary query vs. query + context keywords (seed 001).
+SEARCH_CONTEXT_WEIGHTS = {"primary": 0.6, "contextual": 0.4}
+# Labels shown instead of raw similarities (seed 000): score >= high -> "high", >= medium -> "medium".
+SEARCH_RELEVANCE_THRESHOLDS = {"high": 0.6, "medium": 0.4}
+# pgvector 0.8 iterative index scans, so that a selective filter still fills the page.
+SEARCH_HNSW_EF_SEARCH = env.int("SEARCH_HNSW_EF_SEARCH", default=100)
+SEARCH_HNSW_MAX_SCAN_TUPLES = env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", default=20_000)
+# A project phase narrows lessons to the categories that matter in it.
+SEARCH_PHASE_CATEGORIES = {
+    "discovery": ["architecture", "workflow", "security", "database"],
+    "design": ["architecture", "database", "security", "frontend", "backend", "performance"],
+    "build": ["frontend", "backend", "database", "security", "architecture", "performance", "workflow"],
+    "implementation": ["frontend", "backend", "database", "security", "architecture", "performance", "workflow"],
+    "testing": ["testing", "security", "performance", "workflow"],
+    "deployment": ["deployment", "security", "performance", "workflow"],
+    "maintenance": ["performance", "security", "database", "deployment", "workflow"],
+}

@@ -41,6 +41,7 @@ class SearchFilters:
     tags: tuple[str, ...] = ()  # lessons: overlap
     min_importance: int | None = None  # memories
     people: tuple[str, ...] = ()  # memories: overlap (case-insensitive)
+    person_like: str | None = None  # memories: a name in people (trigram-tolerant) or in the text
     emotions: tuple[str, ...] = ()  # memories: overlap
     since: datetime | None = None  # memories: occurred_at (else created_at); lessons: updated_at
     until: datetime | None = None
@@ -63,6 +64,9 @@ class SearchRequest:
     weights: dict[str, float] | None = None  # {"semantic", "keyword", "quality"}; None: settings
     similarity_floor: float | None = None  # None: settings.SEARCH_SIMILARITY_FLOOR
     explain: bool = False
+    # The keyword leg's query when it should differ from `query` (e.g. only the feature's name in
+    # "implementation patterns for FEATURE", so the template's words match nothing); None: `query`.
+    keyword_query: str | None = None
 
 
 @dataclass
@@ -75,6 +79,7 @@ class SearchHit:
     relevance: str  # "high" | "medium" | "low"
     found_by: list[str]  # "primary" and/or "contextual"
     explanation: dict | None = None  # with explain: semantic, keyword (+ matched terms), metadata, quality, penalty
+    collapsed_ids: list[int] = field(default_factory=list)  # same-title lessons merged into this hit
 
 
 @dataclass
@@ -86,3 +91,4 @@ class SearchResponse:
     timings_ms: dict[str, float]
     results: list[SearchHit]
     candidates: dict[str, int] = field(default_factory=dict)  # per leg, and duplicates removed
+    context_keywords: list[str] = field(default_factory=list)  # what the contextual query added

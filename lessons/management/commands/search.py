@@ -1,0 +1,90 @@
+"""`python manage.py search QUERY --team SLUG`: the engine from the command line.
+
+A readable table by default; with `--json`, the very object the API returns
+(`lessons.search.search_response_as_dict`), on stdout.
+"""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from lessons.models import Team
+from lessons.search import KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest, SearchRequestError, search
+from lessons.search.serialise import search_response_as_dict
+
+TITLE_WIDTH = 70
+
+
+class Command(BaseCommand):
+    help = "Search a team's lessons or memories (hybrid by default) and show how each result scored."
+
+    def add_arguments(self, parser):
+        parser.add_argument("query", nargs="?", default="", help="what to look for (empty: the most recent items)")
+        parser.add_argument("--team", required=True, help="team slug")
+        parser.add_argument("--kind", default="lessons", help=f"one of: {', '.join(KINDS)}")
+        parser.add_argument("--mode", default="hybrid", help=f"one of: {', '.join(MODES)}")
+        parser.add_argument("--limit", type=int, default=10, help=f"1..{MAX_LIMIT}")
+        parser.add_argument("--context", default="", help="the caller's situation: editor contents, a file, ...")
+        parser.add_argument("--tech-stack", action="append", default=[], help="the caller's tech stack (repeatable)")
+        parser.add_argument("--project-type", default=None, help="the caller's project type")
+        parser.add_argument("--category", action="append", default=[], help="only this category (repeatable)")
+        parser.add_argument("--phase", default=None, help="only the categories of this project phase")
+        parser.add_argument("--fusion", default="weighted", help="weighted or rrf")
+        parser.add_argument("--explain", action="store_true", help="show each result's parts")
+        parser.add_argument("--json", action="store_true", help="print the API's JSON object instead of a table")
+
+    def handle(self, *args, **options):
+        team = Team.objects.filter(slug=options["team"]).first()
+        if team is None:
+            raise CommandError(f"--team: no team with slug {options['team']!r}")
+        request = SearchRequest(
+            team=team,
+            query=options["query"],
+            kind=options["kind"],
+            mode=options["mode"],
+            limit=options["limit"],
+            context=options["context"],
+            tech_stack=tuple(t.strip().lower() for t in options["tech_stack"] if t.strip()),
+            project_type=options["project_type"],
+            filters=SearchFilters(categories=tuple(options["category"]), phase=options["phase"]),
+            fusion=options["fusion"],
+            explain=options["explain"],
+        )
+        try:
+            response = search(request=request)
+        except SearchRequestError as error:
+            raise CommandError(f"--{error.field.replace('_', '-')}: {error.message}") from error
+
+        if options["json"]:
+            self.stdout.write(json.dumps(search_response_as_dict(response), indent=2, ensure_ascii=False))
+            return
+        self._table(response=response, explain=options["explain"])
+
+    def _table(self, *, response, explain: bool) -> None:
+        notes = [f"mode {response.mode}"]
+        if response.degraded:
+            notes.append(f"DEGRADED: {response.degraded_reason}")
+        if response.fallback:
+            notes.append(f"fallback: {response.fallback} (nothing matched; most recent items)")
+        timings = ", ".join(f"{stage} {ms:.1f}" for stage, ms in response.timings_ms.items())
+        notes.append(f"ms: {timings}")
+        self.stdout.write(" | ".join(notes))
+        if not response.results:
+            self.stdout.write("no results")
+            return
+        self.stdout.write(f"{'#':>3}  {'score':>5}  {'relevance':<9}  {'id':<14}  title / content")
+        for position, hit in enumerate(response.results, start=1):
+            text = hit.fields.get("title") or hit.fields.get("content") or ""
+            if len(text) > TITLE_WIDTH:
+                text = text[: TITLE_WIDTH - 1] + "…"
+            ident = hit.external_id or str(hit.id)
+            self.stdout.write(f"{position:>3}  {hit.score:>5.3f}  {hit.relevance:<9}  {ident:<14}  {text}")
+            if explain and hit.explanation:
+                e = hit.explanation
+                terms = ", ".join(e.get("matched_terms") or []) or "-"
+                metadata = "-" if e.get("metadata") is None else f"{e['metadata']:.2f}"
+                self.stdout.write(
+                    f"{'':>5}semantic {e.get('semantic', 0):.2f}  keyword {e.get('keyword', 0):.2f} [{terms}]  "
+                    f"metadata {metadata}  quality {e.get('quality', 0):.2f}  penalty {e.get('penalty', 0):.2f}  "
+                    f"found by {', '.join(hit.found_by) or '-'}"
+                )

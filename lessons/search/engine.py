@@ -1,0 +1,543 @@
+"""The hybrid search engine: the one place where lessons and memories are ranked.
+
+    score = w_semantic * semantic * penalty + w_keyword * keyword_or_metadata + w_quality * quality
+
+Weights: settings.SEARCH_WEIGHTS (default 0.5 / 0.3 / 0.2, seed 000) or the request's, renormalised
+over the parts a search can use so every score is 0..1 (text mode and a degraded search have no
+semantic part; semantic mode has no keyword part unless the caller gave a tech stack or project type).
+
+Each part is 0..1:
+- semantic: cosine similarity to the query, clipped to 0..1 and min-max normalised over this
+  search's candidates (best 1, weakest 0), as in the min-max fusion measured on SciFact. With
+  `context`, 0.6 x that for the primary query + 0.4 x that for the contextual query (query +
+  context keywords), seed 001.
+- keyword: BM25 of the primary query / the highest BM25 among this search's candidates. When the caller gives a tech stack or project type (lessons), the slot holds
+  0.5 x keyword + 0.5 x metadata, metadata being the mean of the share of the caller's tech stack
+  the lesson names and 1/0 for naming the caller's project type.
+- quality: lessons 0.7 x confidence + 0.3 x min(1, ln(1 + frequency) / ln(11)); memories
+  0.7 x importance / 10 + 0.3 x 0.5^(age in days / 180) (occurred_at, else updated_at).
+- penalty: a lesson naming tech stacks, none of them the caller's, has its semantic part halved.
+
+`fusion="rrf"`: score = sum over parts of weight / (60 + rank by that part), divided by its maximum
+so it stays 0..1; relevance labels still come from the weighted score.
+
+Candidates are the union of a semantic leg (HNSW, top N by cosine distance; with context a second
+one for the contextual query), a keyword leg (BM25 of the primary query, top N;
+lessons/search/keyword.py) and an exact-term leg (tags, tech stacks, category; GIN), each
+with every filter inside its SQL, N = max(3 x limit, 50). Then:
+1. semantic-only candidates below the similarity floor (0.3) are dropped;
+2. lessons with the same title collapse into one (confidence = max, frequency = sum);
+3. ranking: for a short query (<= 3 terms) rows carrying every query term exactly (a tag, tech
+   stack, category or title word: `nextjs`, `RLS`) come first, then by score;
+4. relevance: score >= 0.6 "high", >= 0.4 "medium", else "low" (settings.SEARCH_RELEVANCE_THRESHOLDS).
+
+Budget: one batched encode (primary and contextual query together) and one SQL round trip (the
+legs as CTEs, the rows' fields in the same statement); a second only for the recency fallback.
+Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
+the most recently updated rows, `fallback="recency"`.
+"""
+
+import logging
+import math
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from lessons.embedding import EmbeddingUnavailable, get_embedding_backend
+from lessons.search import scoring
+from lessons.search.context import STOP_WORDS, contextual_query, extract_keywords
+from lessons.search.filters import filter_clause, table_for
+from lessons.search.keyword import keyword_leg_sql
+from lessons.search.semantic import semantic_leg_sql, session_settings_sql, vector_literal
+from lessons.search.types import (
+    FUSIONS,
+    KINDS,
+    MAX_CONTEXT_CHARS,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    MODES,
+    SearchHit,
+    SearchRequest,
+    SearchRequestError,
+    SearchResponse,
+)
+
+
+logger = logging.getLogger("lessons.search")
+
+MIN_CANDIDATES = 50
+
+FIELDS = {
+    "lessons": (
+        "id", "external_id", "title", "description", "context", "recommendation", "category", "confidence",
+        "frequency", "project_types", "tech_stacks", "tags", "status", "created_at", "updated_at",
+    ),
+    "memories": (
+        "id", "external_id", "content", "details", "categories", "importance", "people", "emotions",
+        "occurred_at", "version", "current_version_id", "created_at", "updated_at",
+    ),
+}
+HIT_KIND = {"lessons": "lesson", "memories": "memory"}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one search will run, decided before any SQL."""
+
+    query: str
+    keyword_query: str
+    contextual: str | None
+    keywords: list[str]
+    weights: dict[str, float]
+    floor: float
+    candidates_per_leg: int
+
+
+def validate(request: SearchRequest) -> tuple[dict[str, float], float]:
+    """Raise SearchRequestError naming the field; return the weights and floor to use."""
+    if request.kind not in KINDS:
+        raise SearchRequestError("kind", f"unknown kind {request.kind!r}; use one of: {', '.join(KINDS)}")
+    if request.mode not in MODES:
+        raise SearchRequestError("mode", f"unknown mode {request.mode!r}; use one of: {', '.join(MODES)}")
+    if request.fusion not in FUSIONS:
+        raise SearchRequestError("fusion", f"unknown fusion {request.fusion!r}; use one of: {', '.join(FUSIONS)}")
+    if isinstance(request.limit, bool) or not isinstance(request.limit, int) or not 1 <= request.limit <= MAX_LIMIT:
+        raise SearchRequestError("limit", f"must be a whole number from 1 to {MAX_LIMIT}, got {request.limit!r}")
+    if not isinstance(request.query, str):
+        raise SearchRequestError("query", "must be text")
+    if len(request.query) > MAX_QUERY_CHARS:
+        raise SearchRequestError("query", f"is {len(request.query)} characters long; the limit is {MAX_QUERY_CHARS}")
+    if len(request.context or "") > MAX_CONTEXT_CHARS:
+        raise SearchRequestError(
+            "context", f"is {len(request.context)} characters long; the limit is {MAX_CONTEXT_CHARS}"
+        )
+    weights = dict(settings.SEARCH_WEIGHTS)
+    if request.weights is not None:
+        if not isinstance(request.weights, dict):
+            raise SearchRequestError("weights", "must be an object of semantic, keyword and quality")
+        unknown = sorted(set(request.weights) - set(scoring.PART_NAMES))
+        if unknown:
+            raise SearchRequestError(
+                "weights", f"unknown part(s) {', '.join(unknown)}; use {', '.join(scoring.PART_NAMES)}"
+            )
+        for name, value in request.weights.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise SearchRequestError("weights", f"{name} must be a number >= 0, got {value!r}")
+        weights.update({name: float(value) for name, value in request.weights.items()})
+        if sum(weights.values()) <= 0:
+            raise SearchRequestError("weights", "at least one weight must be above 0")
+    floor = settings.SEARCH_SIMILARITY_FLOOR if request.similarity_floor is None else request.similarity_floor
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor <= 1:
+        raise SearchRequestError("similarity_floor", f"must be a number from 0 to 1, got {floor!r}")
+    filters = request.filters
+    if request.kind == "lessons":
+        from lessons.models import LessonStatus
+
+        bad = sorted(set(filters.statuses) - set(LessonStatus.values))
+        if bad or not filters.statuses:
+            raise SearchRequestError(
+                "statuses", f"use one or more of: {', '.join(LessonStatus.values)}" + (f" (got {', '.join(bad)})" if bad else "")
+            )
+    if filters.min_importance is not None and not (
+        isinstance(filters.min_importance, int) and 1 <= filters.min_importance <= 10
+    ):
+        raise SearchRequestError("min_importance", f"must be a whole number from 1 to 10, got {filters.min_importance!r}")
+    if filters.since and filters.until and filters.since >= filters.until:
+        raise SearchRequestError("since", "must be before until")
+    return weights, float(floor)
+
+
+def search(*, request: SearchRequest) -> SearchResponse:
+    """Run one search. Raises SearchRequestError for a request it cannot run."""
+    started = perf_counter()
+    weights, floor = validate(request)
+    filter_sql, filter_params = filter_clause(kind=request.kind, team_id=request.team.pk, filters=request.filters)
+    timings: dict[str, float] = {"embed": 0.0, "sql": 0.0, "fuse": 0.0}
+    query = " ".join(request.query.split())
+    if not query:
+        return _recency_response(
+            request=request, filter_sql=filter_sql, filter_params=filter_params, timings=timings, started=started,
+            degraded_reason=None, candidates={},
+        )
+
+    keywords = extract_keywords(request.context) if request.context else []
+    keyword_query = " ".join((request.keyword_query or "").split()) or query
+    plan = _Plan(
+        query=query,
+        keyword_query=keyword_query,
+        contextual=contextual_query(query, keywords) if keywords else None,
+        keywords=keywords,
+        weights=weights,
+        floor=floor,
+        candidates_per_leg=max(3 * request.limit, MIN_CANDIDATES),
+    )
+
+    # --- embed: one batched encode of the primary (and contextual) query ------------------------
+    vectors: list[np.ndarray] = []
+    degraded_reason = None
+    if request.mode != "text":
+        tick = perf_counter()
+        vectors, degraded_reason = _embed_queries(plan)
+        timings["embed"] = _ms(tick)
+    use_semantic = bool(vectors)
+    # Semantic mode without a model is answered by the keyword leg rather than not at all.
+    use_keyword = request.mode != "semantic" or not use_semantic
+    if request.mode == "semantic" and not use_semantic:
+        degraded_reason = f"{degraded_reason}; semantic mode answered by keywords and quality"
+
+    # --- one SQL round trip: every leg as a CTE, the candidates' fields in the same statement ---
+    tick = perf_counter()
+    term_forms = scoring.query_term_forms(plan.keyword_query, STOP_WORDS)
+    terms = list(term_forms)
+    exact_terms = terms if (request.mode != "semantic" or not use_semantic) and 0 < len(terms) <= scoring.EXACT_TIER_MAX_TERMS else []
+    rows, leg_counts = _run_legs(
+        request=request,
+        plan=plan,
+        vectors=[vector_literal(v) for v in vectors],
+        use_keyword=use_keyword,
+        exact_terms=exact_terms,
+        term_forms=term_forms,
+        filter_sql=filter_sql,
+        filter_params=filter_params,
+    )
+    timings["sql"] = _ms(tick)
+
+    # --- fuse ------------------------------------------------------------------------------------
+    tick = perf_counter()
+    candidates = [_candidate(kind=request.kind, row=row, exact_terms=exact_terms) for row in rows]
+    union = len(candidates)
+    candidates = scoring.drop_below_floor(candidates, floor=plan.floor)
+    below_floor = union - len(candidates)
+    collapsed = 0
+    if request.kind == "lessons":
+        candidates, collapsed = scoring.collapse_same_title(candidates)
+    scoring_plan = scoring.ScoringPlan(
+        kind=request.kind,
+        weights=scoring.active_weights(
+            plan.weights,
+            semantic=use_semantic,
+            keyword=use_keyword or (request.kind == "lessons" and bool(request.tech_stack or request.project_type)),
+        ),
+        has_semantic=use_semantic,
+        has_keyword=use_keyword,
+        has_context=plan.contextual is not None,
+        context_weights=settings.SEARCH_CONTEXT_WEIGHTS,
+        tech_stack=tuple(request.tech_stack),
+        project_type=request.project_type,
+        now=timezone.now(),
+    )
+    scoring.score_parts(candidates, scoring_plan)
+    if request.fusion == "rrf":
+        scoring.rrf_scores(candidates, scoring_plan, k=settings.SEARCH_RRF_K)
+    ranked = scoring.rank(candidates, exact_tier=bool(exact_terms))[: request.limit]
+    counts = {
+        **leg_counts,
+        "union": union,
+        "duplicates_removed": sum(leg_counts.values()) - union,
+        "below_floor": below_floor,
+        "collapsed": collapsed,
+    }
+    timings["fuse"] = _ms(tick)
+
+    if not ranked:
+        return _recency_response(
+            request=request, filter_sql=filter_sql, filter_params=filter_params, timings=timings, started=started,
+            degraded_reason=degraded_reason, candidates=counts,
+        )
+    hits = [_hit(request=request, candidate=c, scoring_plan=scoring_plan) for c in ranked]
+    return _respond(
+        request=request, hits=hits, timings=timings, started=started, degraded_reason=degraded_reason,
+        fallback=None, candidates=counts, keywords=plan.keywords,
+    )
+
+
+# --- embedding ---------------------------------------------------------------------------------
+
+
+def _embed_queries(plan: _Plan) -> tuple[list[np.ndarray], str | None]:
+    """[primary] or [primary, contextual] in one encode. The contextual leg failing (a bad vector,
+    an encode error with two texts) leaves the primary alone; the model failing degrades."""
+    backend = get_embedding_backend()
+    reason = backend.unavailable_reason
+    if reason is not None:
+        return [], reason
+    texts = [plan.query] + ([plan.contextual] if plan.contextual else [])
+    try:
+        matrix = backend.embed_queries(texts)
+    except EmbeddingUnavailable as error:
+        if len(texts) == 1:
+            return [], str(error)
+        logger.warning("contextual query embedding failed, searching with the primary query: %s", error)
+        try:
+            matrix = backend.embed_queries(texts[:1])
+        except EmbeddingUnavailable as error_again:
+            return [], str(error_again)
+    vectors = [np.asarray(v, dtype=np.float32) for v in matrix]
+    if not vectors or not _usable(vectors[0], backend.dimensions):
+        return [], "the query embedding is unusable (not finite, empty or of the wrong size)"
+    if len(vectors) > 1 and not _usable(vectors[1], backend.dimensions):
+        logger.warning("contextual query embedding unusable, searching with the primary query")
+        return vectors[:1], None
+    return vectors, None
+
+
+def _usable(vector: np.ndarray, dimensions: int) -> bool:
+    return vector.shape == (dimensions,) and bool(np.all(np.isfinite(vector))) and float(np.linalg.norm(vector)) > 0
+
+
+# --- SQL ---------------------------------------------------------------------------------------
+
+
+def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, exact_terms: list[str], term_forms, filter_sql, filter_params):
+    """All legs in one statement. Returns the candidate rows (fields, signals, which legs found
+    them) and the number of candidates each leg returned."""
+    table = table_for(request.kind)
+    n = plan.candidates_per_leg
+    ctes: list[tuple[str, str, list]] = []  # (name, sql, params)
+    if vectors:
+        sql, params = semantic_leg_sql(table=table, vector=vectors[0], filter_sql=filter_sql, filter_params=filter_params, limit=n)
+        ctes.append(("sem_p", sql, params))
+        if len(vectors) > 1:
+            sql, params = semantic_leg_sql(
+                table=table, vector=vectors[1], filter_sql=filter_sql, filter_params=filter_params, limit=n
+            )
+            ctes.append(("sem_c", sql, params))
+    if use_keyword:
+        leg = keyword_leg_sql(
+            kind=request.kind, team_id=request.team.pk, query=plan.keyword_query,
+            filter_sql=filter_sql, filter_params=filter_params, limit=n,
+        )
+        if leg is not None:
+            ctes.append(("kw_p", leg[0], leg[1]))
+    if exact_terms:
+        ctes.append(("ex", *_exact_leg_sql(kind=request.kind, table=table, terms=exact_terms, forms=term_forms,
+                                          filter_sql=filter_sql, filter_params=filter_params, limit=n)))
+    if not ctes:
+        return [], {}
+
+    names = [name for name, _, _ in ctes]
+    params: list = []
+    prefix = ""
+    if vectors:
+        prefix, prefix_params = session_settings_sql()
+        params.extend(prefix_params)
+    with_parts = []
+    for name, sql, cte_params in ctes:
+        with_parts.append(f"{name} AS MATERIALIZED ({sql})")
+        params.extend(cte_params)
+    union = " UNION ".join(f"SELECT id FROM {name}" for name in names)
+    columns = [f"t.{column}" for column in FIELDS[request.kind]]
+    if vectors:
+        columns.append("1 - (t.embedding <=> %s::vector) AS sim_p")
+        params.append(vectors[0])
+        if len(vectors) > 1:
+            columns.append("1 - (t.embedding <=> %s::vector) AS sim_c")
+            params.append(vectors[1])
+    columns.append("kw_p.score AS bm25_p, kw_p.matched_terms AS terms_p" if "kw_p" in names else "NULL, NULL")
+    columns.extend(f"({name}.id IS NOT NULL) AS in_{name}" for name in names)
+    joins = "".join(f" LEFT JOIN {name} ON {name}.id = t.id" for name in names)
+    statement = (
+        prefix
+        + "WITH "
+        + ", ".join(with_parts)
+        + f", candidate_ids AS ({union}) SELECT {', '.join(columns)} FROM candidate_ids JOIN {table} AS t ON t.id = candidate_ids.id{joins}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        while cursor.description is None and cursor.nextset():
+            pass
+        description = [column.name for column in cursor.description]
+        raw = cursor.fetchall()
+    rows = []
+    for values in raw:
+        row = dict(zip(description, values))
+        rows.append(row)
+    counts = {
+        {"sem_p": "semantic", "sem_c": "contextual_semantic", "kw_p": "keyword", "ex": "exact"}[name]: sum(
+            1 for row in rows if row[f"in_{name}"]
+        )
+        for name in names
+    }
+    return rows, counts
+
+
+def _exact_leg_sql(*, kind, table, terms, forms, filter_sql, filter_params, limit) -> tuple[str, list]:
+    """Rows carrying every query term as an exact term (tags, tech stacks, category; GIN): the rows
+    the exact-term tier puts first, made candidates even when neither other leg reached them."""
+    conditions, params = [], []
+    for term in terms:
+        variants = sorted({*forms.get(term, [term]), term.replace("+", "")})
+        if kind == "lessons":
+            conditions.append("(t.tags && %s::varchar[] OR t.tech_stacks && %s::varchar[] OR t.category = ANY(%s::varchar[]))")
+            params.extend([variants, variants, variants])
+        else:
+            conditions.append("(t.categories && %s::varchar[] OR t.emotions && %s::varchar[])")
+            params.extend([variants, variants])
+    order = "t.confidence DESC, t.frequency DESC, t.id" if kind == "lessons" else "t.importance DESC, t.id"
+    sql = f"SELECT t.id FROM {table} AS t WHERE {filter_sql} AND {' AND '.join(conditions)} ORDER BY {order} LIMIT %s"
+    return sql, [*filter_params, *params, limit]
+
+
+def _candidate(*, kind: str, row: dict, exact_terms: list[str]) -> scoring.Candidate:
+    fields = {name: row[name] for name in FIELDS[kind]}
+    legs, found_by = set(), set()
+    if row.get("in_sem_p"):
+        legs.add("semantic")
+        found_by.add("primary")
+    if row.get("in_sem_c"):
+        legs.add("semantic")
+        found_by.add("contextual")
+    if row.get("in_kw_p"):
+        legs.add("keyword")
+        found_by.add("primary")
+    if row.get("in_ex"):
+        legs.add("exact")
+        found_by.add("primary")
+    matched = list(row.get("terms_p") or [])
+    exact = bool(exact_terms) and set(exact_terms) <= scoring.exact_terms_of(kind=kind, row=fields)
+    return scoring.Candidate(
+        id=row["id"],
+        row=fields,
+        sim_primary=_float_or_none(row.get("sim_p")),
+        sim_contextual=_float_or_none(row.get("sim_c")),
+        bm25_primary=float(row.get("bm25_p") or 0.0),
+        matched_terms=matched,
+        legs=legs,
+        found_by=found_by,
+        exact=exact,
+    )
+
+
+def _float_or_none(value) -> float | None:
+    return None if value is None else float(value)
+
+
+# --- responses ---------------------------------------------------------------------------------
+
+
+def _hit(*, request: SearchRequest, candidate: scoring.Candidate, scoring_plan: scoring.ScoringPlan) -> SearchHit:
+    thresholds = settings.SEARCH_RELEVANCE_THRESHOLDS
+    explanation = None
+    if request.explain:
+        parts = candidate.parts
+        explanation = {
+            "semantic": parts["semantic"],
+            "keyword": parts["keyword"],
+            "matched_terms": parts["matched_terms"],
+            "metadata": parts["metadata"],
+            "quality": parts["quality"],
+            "penalty": parts["penalty"],
+            "exact_term": candidate.exact,
+            "legs": sorted(candidate.legs),
+            "found_by": sorted(candidate.found_by),
+            "weights": {name: round(value, 4) for name, value in scoring_plan.weights.items()},
+            "weighted_score": round(candidate.weighted, 4),
+            "fusion": request.fusion,
+        }
+        if candidate.sim_primary is not None:
+            explanation["similarity"] = round(candidate.sim_primary, 4)
+    return SearchHit(
+        id=candidate.id,
+        external_id=candidate.row.get("external_id"),
+        kind=HIT_KIND[request.kind],
+        fields=candidate.row,
+        score=round(candidate.score, 4),
+        relevance=scoring.relevance_label(candidate.weighted, thresholds),
+        found_by=sorted(candidate.found_by, key=("primary", "contextual").index),
+        explanation=explanation,
+        collapsed_ids=candidate.member_ids if len(candidate.member_ids) > 1 else [],
+    )
+
+
+def recent_rows(*, kind: str, filter_sql: str, filter_params: list, limit: int, order: str = "recent") -> list[dict]:
+    """Rows passing the filter, most recently updated first (or by importance for memories)."""
+    orders = {
+        "recent": "t.updated_at DESC, t.id DESC",
+        "importance": "t.importance DESC, t.updated_at DESC, t.id DESC",
+        "occurred": "coalesce(t.occurred_at, t.created_at) DESC, t.id DESC",
+    }
+    columns = ", ".join(f"t.{column}" for column in FIELDS[kind])
+    sql = f"SELECT {columns} FROM {table_for(kind)} AS t WHERE {filter_sql} ORDER BY {orders[order]} LIMIT %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*filter_params, limit])
+        names = [column.name for column in cursor.description]
+        return [dict(zip(names, values)) for values in cursor.fetchall()]
+
+
+def _listed_hits(*, request: SearchRequest, rows: list[dict], label_by_quality: bool) -> list[SearchHit]:
+    now = timezone.now()
+    hits = []
+    thresholds = settings.SEARCH_RELEVANCE_THRESHOLDS
+    for row in rows:
+        quality = scoring.quality_of(kind=request.kind, row=row, now=now)
+        hits.append(
+            SearchHit(
+                id=row["id"],
+                external_id=row.get("external_id"),
+                kind=HIT_KIND[request.kind],
+                fields=row,
+                score=round(quality, 4),
+                relevance=scoring.relevance_label(quality, thresholds) if label_by_quality else "low",
+                found_by=[],
+                explanation={"quality": round(quality, 4), "fallback": "recency"} if request.explain else None,
+            )
+        )
+    return hits
+
+
+def _recency_response(*, request, filter_sql, filter_params, timings, started, degraded_reason, candidates) -> SearchResponse:
+    """No query, or nothing found: the most recently updated rows, labelled low (they matched nothing)."""
+    tick = perf_counter()
+    rows = recent_rows(kind=request.kind, filter_sql=filter_sql, filter_params=filter_params, limit=request.limit)
+    timings["sql"] = timings.get("sql", 0.0) + _ms(tick)
+    hits = _listed_hits(request=request, rows=rows, label_by_quality=False)
+    return _respond(
+        request=request, hits=hits, timings=timings, started=started, degraded_reason=degraded_reason,
+        fallback="recency", candidates=candidates, keywords=[],
+    )
+
+
+def list_items(*, request: SearchRequest, order: str) -> SearchResponse:
+    """A listing without a query (friends, interests, recent events): the same filters, fields and
+    response as a search, ordered by `order` ("recent", "importance", "occurred"); score = quality."""
+    started = perf_counter()
+    validate(request)
+    filter_sql, filter_params = filter_clause(kind=request.kind, team_id=request.team.pk, filters=request.filters)
+    tick = perf_counter()
+    rows = recent_rows(kind=request.kind, filter_sql=filter_sql, filter_params=filter_params, limit=request.limit, order=order)
+    timings = {"embed": 0.0, "sql": _ms(tick), "fuse": 0.0}
+    hits = _listed_hits(request=request, rows=rows, label_by_quality=True)
+    return _respond(
+        request=request, hits=hits, timings=timings, started=started, degraded_reason=None, fallback=None,
+        candidates={"listed": len(rows)}, keywords=[], mode="list",
+    )
+
+
+def _respond(*, request, hits, timings, started, degraded_reason, fallback, candidates, keywords, mode=None) -> SearchResponse:
+    timings = {name: round(value, 2) for name, value in timings.items()}
+    timings["total"] = round(_ms(started), 2)
+    response = SearchResponse(
+        mode=mode or request.mode,
+        degraded=degraded_reason is not None,
+        degraded_reason=degraded_reason,
+        fallback=fallback,
+        timings_ms=timings,
+        results=hits,
+        candidates=candidates,
+        context_keywords=keywords,
+    )
+    logger.info(
+        "search kind=%s mode=%s fusion=%s degraded=%s fallback=%s results=%d candidates=%s timings_ms=%s",
+        request.kind, response.mode, request.fusion, response.degraded, fallback, len(hits), candidates, timings,
+    )
+    if degraded_reason:
+        logger.warning("search degraded: %s", degraded_reason)
+    return response
+
+
+def _ms(since: float) -> float:
+    return (perf_counter() - since) * 1000.0

@@ -1,0 +1,38 @@
+"""The semantic leg: nearest rows by cosine distance on the HNSW index (`vector_cosine_ops`).
+
+Filters sit inside the query. With pgvector 0.8's iterative index scans (`hnsw.iterative_scan =
+relaxed_order`) the index keeps scanning until LIMIT rows pass the filter (or
+`hnsw.max_scan_tuples` were visited), so a selective filter still fills the page. Relaxed order
+may return rows slightly out of order; the engine ranks them again anyway.
+"""
+
+import numpy as np
+from django.conf import settings
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def session_settings_sql() -> tuple[str, list]:
+    """SET LOCAL statements sent in the same round trip as the search (an implicit transaction,
+    or the caller's transaction), so they never leak into other queries."""
+    sql = (
+        "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+        f"SET LOCAL hnsw.ef_search = {int(settings.SEARCH_HNSW_EF_SEARCH)}; "
+        f"SET LOCAL hnsw.max_scan_tuples = {int(settings.SEARCH_HNSW_MAX_SCAN_TUPLES)}; "
+    )
+    return sql, []
+
+
+def semantic_leg_sql(*, table: str, vector: str, filter_sql: str, filter_params: list, limit: int) -> tuple[str, list]:
+    """One SELECT (id, similarity) of the `limit` nearest rows passing the filter; `vector` is a
+    pgvector literal, sent as a parameter (a constant the planner can give to the HNSW index)."""
+    sql = f"""
+        SELECT t.id, 1 - (t.embedding <=> %s::vector) AS similarity
+          FROM {table} AS t
+         WHERE t.embedding IS NOT NULL AND {filter_sql}
+         ORDER BY t.embedding <=> %s::vector
+         LIMIT %s
+    """
+    return sql, [vector, *filter_params, vector, limit]

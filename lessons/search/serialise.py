@@ -1,0 +1,45 @@
+"""One JSON shape for a search answer, used by the API and `manage.py search --json` alike."""
+
+from datetime import date, datetime
+
+from lessons.search.types import SearchHit, SearchResponse
+
+
+def _plain(value):
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def search_hit_as_dict(hit: SearchHit) -> dict:
+    data = {
+        "id": hit.id,
+        "external_id": hit.external_id,
+        "kind": hit.kind,
+        "score": hit.score,
+        "relevance": hit.relevance,
+        "found_by": list(hit.found_by),
+        "fields": _plain({key: value for key, value in hit.fields.items() if key != "embedding"}),
+    }
+    if hit.collapsed_ids:
+        data["collapsed_ids"] = list(hit.collapsed_ids)
+    if hit.explanation is not None:
+        data["explanation"] = _plain(hit.explanation)
+    return data
+
+
+def search_response_as_dict(response: SearchResponse) -> dict:
+    return {
+        "mode": response.mode,
+        "degraded": response.degraded,
+        "degraded_reason": response.degraded_reason,
+        "fallback": response.fallback,
+        "timings_ms": dict(response.timings_ms),
+        "candidates": dict(response.candidates),
+        "context_keywords": list(response.context_keywords),
+        "results": [search_hit_as_dict(hit) for hit in response.results],
+    }

@@ -1,0 +1,82 @@
+"""Domain queries over lessons (seeds 000 and 003), all answered by the search engine, so each
+returns a SearchResponse and the API serialises them one way."""
+
+from collections.abc import Sequence
+from pathlib import PurePath
+
+from lessons.models import Team
+from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
+
+SESSION_ACTIVITY_CHARS = 1_000
+
+
+def lessons_relevant(
+    *,
+    team: Team,
+    project_type: str | None = None,
+    tech_stack: Sequence[str] = (),
+    phase: str | None = None,
+    limit: int = 15,
+) -> SearchResponse:
+    """Lessons for a project: the query describes it ("saas project using nextjs, supabase"); the
+    caller's tech stack and project type are scored as metadata (and a lesson for other stacks has
+    its semantic part halved), the phase narrows the categories. Nothing to go on: recent lessons."""
+    tech = tuple(t.strip().lower() for t in tech_stack if t and t.strip())
+    described = " ".join(part for part in [project_type and f"{project_type} project", tech and "using " + ", ".join(tech)] if part)
+    return search(
+        request=SearchRequest(
+            team=team,
+            query=described,
+            kind="lessons",
+            limit=limit,
+            tech_stack=tech,
+            project_type=project_type,
+            filters=SearchFilters(phase=phase),
+        )
+    )
+
+
+def lessons_patterns_for_feature(
+    *,
+    team: Team,
+    feature: str,
+    tech_stack: Sequence[str] = (),
+    project_type: str | None = None,
+    limit: int = 3,
+) -> SearchResponse:
+    """How we built FEATURE before (seed 000: by meaning, so "Authentication" also finds lessons
+    about sessions, JWTs or Supabase auth whose titles never say it)."""
+    return search(
+        request=SearchRequest(
+            team=team,
+            query=f"implementation patterns for {feature.strip()}",
+            keyword_query=feature.strip(),
+            kind="lessons",
+            limit=limit,
+            tech_stack=tuple(t.strip().lower() for t in tech_stack if t and t.strip()),
+            project_type=project_type,
+        )
+    )
+
+
+def lessons_for_session(
+    *,
+    team: Team,
+    project: str | None = None,
+    cwd: str | None = None,
+    recent_activity: str = "",
+    limit: int = 5,
+) -> SearchResponse:
+    """What to remind an agent of when a session starts (seed 003): the project's name, the last
+    parts of the working directory and the recent activity make the query; the similarity floor
+    keeps weak matches out, and when nothing qualifies the most recently confirmed lessons come
+    back, flagged as the recency fallback."""
+    parts = []
+    if project and project.strip():
+        parts.append(project.strip())
+    if cwd and cwd.strip():
+        path_parts = [p for p in PurePath(cwd.strip()).parts[-2:] if p not in ("/", "\\")]
+        parts.extend(p for p in path_parts if p.lower() != (project or "").strip().lower())
+    if recent_activity and recent_activity.strip():
+        parts.append(" ".join(recent_activity.split())[:SESSION_ACTIVITY_CHARS])
+    return search(request=SearchRequest(team=team, query=" ".join(parts), kind="lessons", limit=limit))

@@ -1,0 +1,82 @@
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from lessons.models import Lesson
+from lessons.search import SearchRequest, search, search_response_as_dict
+from lessons.services.embeddings import embedding_refresh
+from lessons.services.lessons import lesson_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def lessons(team):
+    created = [
+        lesson_create(team=team, title="Enable row level security on every Supabase table", external_id="rls-1",
+                      description="Without policies any signed-in user could read other tenants' rows.",
+                      tech_stacks=["supabase"], tags=["rls"], category="security", confidence=0.9),
+        lesson_create(team=team, title="Save long forms as drafts", external_id="forms-1",
+                      description="Users lost what they typed when they navigated away.", category="frontend"),
+        lesson_create(team=team, title="Pin base images by digest", external_id="docker-1",
+                      description="A rebuilt tag pulled a different image.", category="deployment"),
+    ]
+    assert embedding_refresh(items=list(Lesson.objects.filter(team=team))).embedded == 3
+    return created
+
+
+def run(*args):
+    out = StringIO()
+    call_command("search", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_table_shows_ranked_results_with_relevance(team, lessons):
+    output = run("tenant data isolation", "--team", team.slug, "--explain")
+    lines = output.splitlines()
+    assert lines[0].startswith("mode hybrid") and "ms:" in lines[0]
+    first = next(line for line in lines if line.strip().startswith("1 "))
+    assert "rls-1" in first and "row level security" in first
+    assert "semantic" in output and "quality" in output and "found by primary" in output
+
+
+def test_json_is_the_api_object(team, lessons):
+    output = run("tenant data isolation", "--team", team.slug, "--json", "--limit", "2")
+    data = json.loads(output)
+    expected = search_response_as_dict(search(request=SearchRequest(team=team, query="tenant data isolation", limit=2)))
+    assert set(data) == set(expected)
+    assert [r["external_id"] for r in data["results"]] == [r["external_id"] for r in expected["results"]]
+    assert data["results"][0]["external_id"] == "rls-1"
+    assert "embedding" not in data["results"][0]["fields"]
+    assert data["mode"] == "hybrid" and data["degraded"] is False
+
+
+def test_options_reach_the_engine(team, lessons):
+    data = json.loads(run("images", "--team", team.slug, "--json", "--mode", "text", "--category", "deployment",
+                          "--tech-stack", "Docker", "--project-type", "saas"))
+    assert [r["external_id"] for r in data["results"]] == ["docker-1"]
+    data = json.loads(run("", "--team", team.slug, "--json", "--phase", "testing"))
+    assert data["fallback"] == "recency"
+    assert all(r["fields"]["category"] in {"testing", "security", "performance", "workflow"} for r in data["results"])
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--mode", "fuzzy"], "--mode"),
+        (["--kind", "notes"], "--kind"),
+        (["--limit", "0"], "--limit"),
+        (["--phase", "party"], "--phase"),
+        (["--fusion", "borda"], "--fusion"),
+    ],
+)
+def test_bad_options_are_command_errors(team, lessons, args, field):
+    with pytest.raises(CommandError, match=field):
+        run("anything", "--team", team.slug, *args)
+
+
+def test_unknown_team(db):
+    with pytest.raises(CommandError, match="--team"):
+        run("anything", "--team", "nobody")

@@ -1,0 +1,67 @@
+"""Load the demo lessons and memories into a team of their own, embedded with the real model.
+
+Module-scoped fixtures call `load_demo_team` and `drop_demo_team` around a module's tests: the
+rows are committed outside the tests' transactions (so they are loaded and embedded once per
+module) and deleted afterwards, so other modules never see them. The first load embeds through
+`embedding_refresh` in batches; later loads in the same test run reuse those vectors (same model,
+same text, same hash) instead of encoding the same texts again.
+"""
+
+from pathlib import Path
+
+from django.db import connection
+from django.utils import timezone
+
+from lessons.embedding import content_hash, embedding_text, get_embedding_backend
+from lessons.models import Lesson, Memory, Team
+from lessons.services.embeddings import embedding_refresh
+from lessons.services.imports import import_lessons, import_memories
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "lessons" / "demo_data"
+BATCH = 64
+_VECTORS: dict[str, str] = {}  # content hash -> the vector as pgvector text
+
+
+def load_demo_team(*, slug: str, memories: bool = True) -> Team:
+    with open(DEMO_DIR / "lessons.jsonl", encoding="utf-8") as lines:
+        report = import_lessons(lines=lines, team_slug=slug)
+    assert report.ok, report.errors
+    if memories:
+        with open(DEMO_DIR / "memories.jsonl", encoding="utf-8") as lines:
+            report = import_memories(lines=lines, team_slug=slug)
+        assert report.ok, report.errors
+    team = Team.objects.get(slug=slug)
+    model_name = get_embedding_backend().model_name
+    for model in (Lesson, Memory):
+        rows = list(model.objects.filter(team=team).order_by("pk"))
+        hashes = {row.pk: content_hash(model_name=model_name, text=embedding_text(row)) for row in rows}
+        known = [row for row in rows if hashes[row.pk] in _VECTORS]
+        _write_known(model=model, rows=known, hashes=hashes, model_name=model_name)
+        missing = [row for row in rows if hashes[row.pk] not in _VECTORS]
+        for start in range(0, len(missing), BATCH):
+            result = embedding_refresh(items=missing[start : start + BATCH])
+            assert result.failure_reason is None, result.failure_reason
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT content_hash, embedding::text FROM {model._meta.db_table} WHERE team_id = %s AND embedding IS NOT NULL",
+                [team.pk],
+            )
+            _VECTORS.update(dict(cursor.fetchall()))
+    return team
+
+
+def _write_known(*, model, rows, hashes, model_name: str) -> None:
+    if not rows:
+        return
+    values = ", ".join(["(%s::bigint, %s::vector, %s::text)"] * len(rows))
+    params = [value for row in rows for value in (row.pk, _VECTORS[hashes[row.pk]], hashes[row.pk])]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {model._meta.db_table} AS t SET embedding = v.embedding, content_hash = v.digest,"
+            f" embedding_model = %s, embedded_at = %s FROM (VALUES {values}) AS v(id, embedding, digest) WHERE t.id = v.id",
+            [model_name, timezone.now(), *params],
+        )
+
+
+def drop_demo_team(*, slug: str) -> None:
+    Team.objects.filter(slug=slug).delete()

@@ -1,0 +1,313 @@
+"""The engine on the demo data with the real model: the seed's criteria, the budget, fallbacks."""
+
+import math
+
+import numpy as np
+import pytest
+from django.db import connection
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+
+from lessons.embedding import EmbeddingUnavailable
+from lessons.embedding.backends import SentenceTransformerBackend
+from lessons.models import Lesson
+from lessons.search import SearchFilters, SearchRequest, SearchRequestError, search
+from lessons.search.scoring import canonical
+
+pytestmark = pytest.mark.django_db
+
+
+def run(team, query, **options):
+    return search(request=SearchRequest(team=team, query=query, **options))
+
+
+def ids(response):
+    return [hit.external_id for hit in response.results]
+
+
+def test_database_security_finds_rls_multi_tenant_and_supabase_auth(demo_team):
+    response = run(demo_team, "database security", explain=True)
+    found = {hit.external_id: hit for hit in response.results}
+    tags = {ext: set(hit.fields["tags"]) for ext, hit in found.items()}
+    assert any("rls" in t for t in tags.values())
+    assert any("multi-tenant" in t for t in tags.values())
+    assert any("supabase-auth" in t for t in tags.values())
+    assert not response.degraded and response.fallback is None
+
+
+def test_frontend_state_management_finds_controlled_inputs_and_form_persistence(demo_team):
+    found = set(ids(run(demo_team, "frontend state management", limit=20)))
+    assert found & {"lesson-0073", "lesson-0074"}  # controlled inputs
+    assert found & {"lesson-0072", "lesson-0079"}  # forms that keep what was typed
+    assert "lesson-0075" in found  # lifting state
+
+
+def test_exact_term_returns_every_lesson_carrying_it_first(demo_team):
+    for term, spelling in (("nextjs", "nextjs"), ("rls", "RLS")):
+        carrying = {
+            lesson.external_id
+            for lesson in Lesson.objects.filter(team=demo_team, status="confirmed")
+            if term in {canonical(t) for t in lesson.tags + lesson.tech_stacks}
+        }
+        assert len(carrying) >= 8
+        response = run(demo_team, spelling, limit=len(carrying) + 5)
+        assert set(ids(response)[: len(carrying)]) == carrying, term
+
+
+def test_results_explain_themselves_and_never_carry_the_embedding(demo_team):
+    response = run(demo_team, "webhook retries", explain=True, limit=5)
+    assert response.results
+    for hit in response.results:
+        assert "embedding" not in hit.fields
+        assert 0.0 <= hit.score <= 1.0
+        assert hit.relevance in {"high", "medium", "low"}
+        assert hit.kind == "lesson" and hit.id and hit.found_by == ["primary"]
+        assert {"semantic", "keyword", "matched_terms", "metadata", "quality", "penalty", "found_by"} <= set(hit.explanation)
+    assert any(hit.explanation["matched_terms"] for hit in response.results)
+    assert set(response.timings_ms) == {"embed", "sql", "fuse", "total"}
+    assert response.candidates["semantic"] > 0 and response.candidates["keyword"] > 0
+    assert response.candidates["union"] <= response.candidates["semantic"] + response.candidates["keyword"] + response.candidates.get("exact", 0)
+    scores = [hit.score for hit in response.results]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_one_search_is_one_sql_round_trip(demo_team):
+    with CaptureQueriesContext(connection) as queries:
+        response = run(demo_team, "database security", context="const { data } = supabase.from('notes').select()")
+    assert response.results and response.fallback is None
+    assert len(queries.captured_queries) == 1
+
+
+def test_a_keyword_only_hit_can_win(demo_team):
+    """An identifier the model knows nothing about, present in one lesson's text only."""
+    response = run(demo_team, "CELERY_TASK_ALWAYS_EAGER", limit=3, explain=True)
+    assert ids(response)[0] == "lesson-0123"
+    assert "keyword" in response.results[0].explanation["legs"]
+
+
+def test_same_title_lessons_collapse(demo_team):
+    response = run(demo_team, "enqueue Celery tasks after the transaction commits", limit=5)
+    top = response.results[0]
+    assert top.fields["title"] == "Use transaction.on_commit to enqueue Celery tasks"
+    pair = Lesson.objects.filter(team=demo_team, title=top.fields["title"])
+    assert sorted(top.collapsed_ids) == sorted(pair.values_list("id", flat=True))
+    assert top.fields["frequency"] == sum(pair.values_list("frequency", flat=True))
+    assert top.fields["confidence"] == max(pair.values_list("confidence", flat=True))
+    assert [hit.fields["title"] for hit in response.results].count(top.fields["title"]) == 1
+    assert response.candidates["collapsed"] >= 1
+
+
+def test_rrf_fusion(demo_team):
+    weighted = run(demo_team, "database security")
+    rrf = run(demo_team, "database security", fusion="rrf", explain=True)
+    assert rrf.results and all(0.0 <= hit.score <= 1.0 for hit in rrf.results)
+    assert rrf.results[0].explanation["fusion"] == "rrf"
+    assert [h.score for h in rrf.results] == sorted((h.score for h in rrf.results), reverse=True)
+    assert [h.score for h in rrf.results] != [h.score for h in weighted.results]
+
+
+def test_weights_per_request_change_the_ranking(demo_team):
+    quality_only = run(demo_team, "database security", weights={"semantic": 0, "keyword": 0, "quality": 1}, limit=5)
+    qualities = [hit.fields["confidence"] for hit in quality_only.results]
+    assert qualities[0] == max(qualities)
+
+
+# --- judged set: hybrid beats text-only -------------------------------------------------------
+
+JUDGED = {
+    "database security": {20, 21, 22, 23, 24, 25, 26, 27, 28, 30, 31, 40},
+    "stop users from seeing other customers' data": {20, 21, 23, 24, 25, 26, 31},
+    "login and session handling": {28, 29, 32, 34, 35, 36, 37, 38},
+    "webhooks delivered more than once": {1, 12, 39, 106, 130},
+    "keep form input when the user navigates away": {71, 72, 73, 74, 77, 79},
+    "speed up slow SQL queries": {22, 59, 60, 66, 155, 161},
+    "safe schema changes in production": {50, 51, 52, 64, 127, 135, 145},
+    "nextjs caching": {109, 157, 158},
+    "flaky end-to-end tests": {115, 119, 125, 129},
+    "docker image size": {137, 138, 146, 147},
+    "background job retries": {4, 12, 56, 57, 99, 100, 151},
+    "secret keys leaking": {27, 42, 147, 150, 187},
+}
+
+
+def ndcg_at_10(ranked: list[str], relevant: set[str]) -> float:
+    gains = [1.0 if ext in relevant else 0.0 for ext in ranked[:10]]
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(10, len(relevant))))
+    return dcg / ideal
+
+
+def test_ndcg_helper():
+    assert ndcg_at_10(["a", "b"], {"a", "b"}) == 1.0
+    assert ndcg_at_10(["x", "a"], {"a"}) == pytest.approx(1 / math.log2(3))
+
+
+def test_hybrid_beats_text_only_on_a_judged_set(demo_team):
+    means = {}
+    for mode in ("hybrid", "text", "semantic"):
+        scores = []
+        for query, numbers in JUDGED.items():
+            relevant = {f"lesson-{n:04d}" for n in numbers}
+            scores.append(ndcg_at_10(ids(run(demo_team, query, mode=mode, limit=10)), relevant))
+        means[mode] = sum(scores) / len(scores)
+    print("nDCG@10", means)
+    assert means["hybrid"] > means["text"] + 0.05
+    assert means["hybrid"] >= means["semantic"]
+
+
+# --- context (seed 001) -------------------------------------------------------------------------
+
+
+def test_context_adds_a_contextual_query_and_says_which_found_what(demo_team):
+    editor = "def create_invoice(request):\n    stripe.Invoice.create(customer=cid)\n    send_receipt_email()"
+    response = run(demo_team, "payments bug", context=editor, limit=10)
+    assert "stripe.Invoice.create" in response.context_keywords or "create_invoice" in response.context_keywords
+    found_by = [set(hit.found_by) for hit in response.results]
+    assert any("contextual" in f for f in found_by)
+    assert response.candidates.get("contextual_semantic", 0) > 0
+    assert response.candidates["duplicates_removed"] > 0
+    plain = run(demo_team, "payments bug", limit=10)
+    assert all(hit.found_by == ["primary"] for hit in plain.results)
+    assert "contextual_semantic" not in plain.candidates
+
+
+class CountingBackend(SentenceTransformerBackend):
+    calls: list[list[str]] = []
+
+    def embed_queries(self, texts):
+        CountingBackend.calls.append(list(texts))
+        return super().embed_queries(texts)
+
+
+class ContextFailsBackend(SentenceTransformerBackend):
+    """Encodes one text; refuses two (the contextual leg's batch)."""
+
+    def embed_queries(self, texts):
+        if len(texts) > 1:
+            raise EmbeddingUnavailable("batch refused")
+        return super().embed_queries(texts)
+
+
+class NaNContextBackend(SentenceTransformerBackend):
+    def embed_queries(self, texts):
+        vectors = super().embed_queries(texts)
+        if len(texts) > 1:
+            vectors[1] = np.nan
+        return vectors
+
+
+@override_settings(EMBEDDING_BACKEND={"BACKEND": "tests.search.test_engine.CountingBackend"})
+def test_primary_and_contextual_queries_are_one_batched_encode(demo_team):
+    CountingBackend.calls.clear()
+    run(demo_team, "payments bug", context="stripe.Invoice.create(customer=cid)")
+    assert len(CountingBackend.calls) == 1 and len(CountingBackend.calls[0]) == 2
+    CountingBackend.calls.clear()
+    run(demo_team, "payments bug")
+    assert CountingBackend.calls == [["payments bug"]]
+
+
+@pytest.mark.parametrize("backend", ["ContextFailsBackend", "NaNContextBackend"])
+def test_contextual_leg_failing_leaves_the_primary(demo_team, backend):
+    with override_settings(EMBEDDING_BACKEND={"BACKEND": f"tests.search.test_engine.{backend}"}):
+        response = run(demo_team, "payments bug", context="stripe.Invoice.create(customer=cid)")
+    assert not response.degraded
+    assert response.results and response.candidates["semantic"] > 0
+    assert "contextual_semantic" not in response.candidates
+
+
+# --- fallbacks ----------------------------------------------------------------------------------
+
+
+def test_no_query_returns_the_most_recent_rows(demo_team):
+    response = run(demo_team, "   ", limit=5)
+    assert response.fallback == "recency"
+    recent = list(
+        Lesson.objects.filter(team=demo_team, status="confirmed").order_by("-updated_at", "-id").values_list("external_id", flat=True)[:5]
+    )
+    assert ids(response) == recent
+    assert all(hit.relevance == "low" for hit in response.results)
+
+
+def test_nothing_found_falls_back_to_recency(demo_team):
+    response = run(demo_team, "zxqvw blorptangle", mode="text", limit=3)
+    assert response.fallback == "recency" and len(response.results) == 3
+
+
+def test_semantic_floor_can_leave_nothing_and_then_recency(demo_team):
+    response = run(demo_team, "zxqvw blorptangle", mode="semantic", limit=3, similarity_floor=0.99)
+    assert response.fallback == "recency"
+    assert response.candidates["below_floor"] > 0
+
+
+@override_settings(EMBEDDINGS_ENABLED=False)
+def test_model_off_hybrid_degrades_to_keywords_and_quality(demo_team):
+    response = run(demo_team, "row level security policies", explain=True)
+    assert response.degraded and "EMBEDDINGS_ENABLED" in response.degraded_reason
+    assert response.fallback is None and response.results
+    assert all(hit.explanation["semantic"] == 0.0 for hit in response.results)
+    assert "semantic" not in response.candidates
+    assert response.timings_ms["embed"] < 50
+
+
+@override_settings(EMBEDDINGS_ENABLED=False)
+def test_model_off_semantic_mode_says_it_degraded(demo_team):
+    response = run(demo_team, "row level security policies", mode="semantic")
+    assert response.degraded and "semantic mode answered by keywords" in response.degraded_reason
+    assert response.results
+
+
+@override_settings(EMBEDDING_BACKEND={"BACKEND": "tests.search.test_engine.BrokenBackend"})
+def test_failed_query_embedding_degrades(demo_team):
+    response = run(demo_team, "row level security policies")
+    assert response.degraded and "embedding failed" in response.degraded_reason
+    assert response.results
+
+
+class BrokenBackend(SentenceTransformerBackend):
+    def embed_queries(self, texts):
+        raise EmbeddingUnavailable("embedding failed: out of memory")
+
+
+def test_text_mode_does_not_embed(demo_team):
+    CountingBackend.calls.clear()
+    with override_settings(EMBEDDING_BACKEND={"BACKEND": "tests.search.test_engine.CountingBackend"}):
+        response = run(demo_team, "Celery", mode="text")
+    assert CountingBackend.calls == [] and response.timings_ms["embed"] == 0.0
+    assert response.results
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"mode": "fuzzy"}, "mode"),
+        ({"kind": "notes"}, "kind"),
+        ({"fusion": "borda"}, "fusion"),
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"query": "x" * 2001}, "query"),
+        ({"context": "x" * 50_001}, "context"),
+        ({"weights": {"semantic": -1}}, "weights"),
+        ({"weights": {"vibes": 1}}, "weights"),
+        ({"weights": {"semantic": 0, "keyword": 0, "quality": 0}}, "weights"),
+        ({"similarity_floor": 1.5}, "similarity_floor"),
+        ({"filters": SearchFilters(phase="party")}, "phase"),
+        ({"filters": SearchFilters(statuses=("maybe",))}, "statuses"),
+        ({"kind": "memories", "filters": SearchFilters(min_importance=11)}, "min_importance"),
+    ],
+)
+def test_bad_requests_name_the_field(team, options, field):
+    with pytest.raises(SearchRequestError) as error:
+        search(request=SearchRequest(team=team, **{"query": "anything", **options}))
+    assert error.value.field == field
+    assert error.value.message
+
+
+def test_a_hyphenated_tag_is_an_exact_term(demo_team):
+    carrying = set(
+        Lesson.objects.filter(team=demo_team, status="confirmed", tags__contains=["supabase-auth"]).values_list("external_id", flat=True)
+    )
+    response = run(demo_team, "supabase-auth", limit=len(carrying), mode="text")
+    assert set(ids(response)) == carrying
