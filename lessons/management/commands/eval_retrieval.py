@@ -2,8 +2,10 @@
 through the same search the API uses. See lessons/evaluation/ for how."""
 
 import json
+import logging
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -78,8 +80,8 @@ class Command(BaseCommand):
 
         verbosity = int(options.get("verbosity", 1))
 
-        def progress(**kwargs):
-            return tqdm(file=sys.stderr, disable=verbosity < 1, leave=False, unit=" docs", **kwargs)
+        def progress(unit=" docs", **kwargs):
+            return tqdm(file=sys.stderr, disable=verbosity < 1, leave=False, unit=unit, **kwargs)
 
         if drop:
             dropped = evaluation_teams_drop(dataset_name=dataset.name)
@@ -102,18 +104,25 @@ class Command(BaseCommand):
             self.stderr.write(f"warning: {report.embedding_failed} document(s) have no embedding: "
                               f"{report.embedding_failure}")
 
-        evaluation = evaluate(
-            dataset=dataset,
-            teams=teams,
-            kind=kind,
-            modes=mode_list,
-            fusion=fusion,
-            weights=weight_map,
-            scope_key=scope_key,
-            max_queries=max_queries,
-            progress=lambda **kwargs: tqdm(file=sys.stderr, disable=verbosity < 1, leave=False, unit=" queries",
-                                           **kwargs),
-        )
+        # The engine logs every search at INFO: thousands of lines that would bury the table.
+        search_logger = logging.getLogger("lessons.search")
+        previous_level = search_logger.level
+        if verbosity < 2:
+            search_logger.setLevel(logging.WARNING)
+        try:
+            evaluation = evaluate(
+                dataset=dataset,
+                teams=teams,
+                kind=kind,
+                modes=mode_list,
+                fusion=fusion,
+                weights=weight_map,
+                scope_key=scope_key,
+                max_queries=max_queries,
+                progress=partial(progress, unit=" queries"),
+            )
+        finally:
+            search_logger.setLevel(previous_level)
         self.stdout.write(self._table(evaluation, kind=kind, fusion=fusion, weights=weight_map))
         if json_path:
             payload = {**evaluation.as_dict(), "kind": kind, "fusion": fusion}
