@@ -1,0 +1,268 @@
+"""Loading a BEIR corpus into teams of its own, through the normal services and the normal
+embedding pipeline, so that the evaluation measures what users get.
+
+A document becomes
+- a lesson: title = the document's title, description = its text;
+- a memory: content = the title, details = the text.
+A document without a title gives its first sentence as the title (or content) and the rest of its
+text as the description (or details), so the embedded text is the document's text, once.
+Both ways the embedded text is "title\\ntext", the text BEIR embeds for a document.
+
+Loading is incremental: existing rows are found by external_id (the document's `_id`) in one
+query per team; unchanged rows are left alone, changed ones updated, rows of documents no longer
+in the corpus deleted. Only rows whose embedding is missing or stale are embedded afterwards, so a
+second run over the same corpus and model embeds nothing.
+"""
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils.text import slugify
+
+from lessons.embedding import EmbeddingUnavailable
+from lessons.evaluation.beir import Document
+from lessons.models import Lesson, Memory, Team
+from lessons.services.embeddings import embedding_backfill, embeddings_deferred
+from lessons.services.lessons import lesson_create, lesson_delete, lesson_update
+from lessons.services.memories import memory_create, memory_delete, memory_update
+from lessons.services.teams import team_get_or_create
+
+TITLE_MAX_CHARS = 300  # Lesson.title's max_length
+EMBED_BATCH_SIZE = 64
+
+# progress(total=..., desc=...) -> an object with update(n) and close(), like tqdm.
+ProgressFactory = Callable[..., object]
+
+
+@dataclass
+class LoadReport:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    embedded: int = 0
+    embedding_failed: int = 0
+    embedding_failure: str | None = None
+
+    def add(self, other: "LoadReport") -> None:
+        for name in ("created", "updated", "unchanged", "deleted", "embedded", "embedding_failed"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.embedding_failure = self.embedding_failure or other.embedding_failure
+
+    def summary(self) -> str:
+        text = (
+            f"{self.created} created, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{self.deleted} deleted, {self.embedded} embedded"
+        )
+        if self.embedding_failed:
+            text += f", {self.embedding_failed} not embedded ({self.embedding_failure})"
+        return text
+
+
+class _NoProgress:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(factory: ProgressFactory | None, *, total: int, desc: str):
+    """A bar from `factory`, or one that shows nothing."""
+    return factory(total=total, desc=desc) if factory is not None else _NoProgress()
+
+
+# --- teams -----------------------------------------------------------------------------------
+
+
+def team_base_slug(*, dataset_name: str) -> str:
+    return slugify(f"eval-{dataset_name}")[:80] or "eval"
+
+
+def team_name(*, dataset_name: str, scope_key: str | None = None, scope_value: str | None = None) -> str:
+    if scope_value is None:
+        return f"Evaluation {dataset_name}"
+    return f"Evaluation {dataset_name} ({scope_key}={scope_value})"
+
+
+def team_slugs(*, dataset_name: str, scope_values: Iterable[str | None]) -> dict[str | None, str]:
+    """A slug per scope value (None: the documents and queries without the scope key). Values
+    that slugify alike (or too long) get a short hash of the value, so each keeps its own team."""
+    base = team_base_slug(dataset_name=dataset_name)
+    slugs: dict[str | None, str] = {}
+    taken = {base}
+    for value in sorted({v for v in scope_values if v is not None}):
+        slug = slugify(f"{base}-{value}")
+        if slug in taken or len(slug) > 100 or slug == base:
+            slug = f"{slug[:88]}-{hashlib.sha1(value.encode()).hexdigest()[:8]}"
+        taken.add(slug)
+        slugs[value] = slug
+    slugs[None] = base
+    return slugs
+
+
+def scope_value(metadata: dict, scope_key: str | None) -> str | None:
+    if not scope_key or metadata.get(scope_key) in (None, ""):
+        return None
+    return str(metadata[scope_key])
+
+
+def evaluation_teams(*, dataset_name: str) -> list[Team]:
+    """The dataset's teams from any earlier run: its base team and its per-scope teams."""
+    base = team_base_slug(dataset_name=dataset_name)
+    scoped_name = f"{team_name(dataset_name=dataset_name)} ("
+    return list(
+        Team.objects.filter(slug=base)
+        | Team.objects.filter(slug__startswith=f"{base}-", name__startswith=scoped_name)
+    )
+
+
+def evaluation_teams_drop(*, dataset_name: str) -> int:
+    """Delete the dataset's teams with everything in them; returns how many teams went."""
+    teams = evaluation_teams(dataset_name=dataset_name)
+    with transaction.atomic():
+        for team in teams:
+            team.delete()
+    return len(teams)
+
+
+# --- documents -> rows -----------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _split_first_sentence(text: str) -> tuple[str, str]:
+    text = text.strip()
+    parts = _SENTENCE_END.split(text, maxsplit=1)
+    first, rest = parts[0], (parts[1] if len(parts) > 1 else "")
+    if len(first) > TITLE_MAX_CHARS:
+        cut = first.rfind(" ", 0, TITLE_MAX_CHARS)
+        cut = cut if cut > 0 else TITLE_MAX_CHARS
+        first, rest = first[:cut], (first[cut:] + " " + rest).strip()
+    return first, rest
+
+
+def document_fields(document: Document, *, kind: str) -> dict:
+    """The service arguments for a document (see the module docstring)."""
+    title, text = document.title.strip(), document.text.strip()
+    if not title:
+        title, text = _split_first_sentence(text)
+    if kind == "lessons":
+        return {"external_id": document.id, "title": title[:TITLE_MAX_CHARS], "description": text}
+    return {"external_id": document.id, "content": title, "details": text}
+
+
+def _stored_rows(*, team: Team, kind: str) -> dict[str, Lesson | Memory]:
+    """The team's rows by external_id, in one query (embeddings not fetched)."""
+    if kind == "lessons":
+        rows = Lesson.objects.filter(team=team).defer("embedding")
+    else:
+        rows = Memory.objects.filter(team=team, current_version__isnull=True).defer("embedding")
+    return {row.external_id: row for row in rows.filter(external_id__isnull=False)}
+
+
+def corpus_load(
+    *, team: Team, documents: list[Document], kind: str, progress: ProgressFactory | None = None
+) -> LoadReport:
+    """Create, update or delete the team's rows so that they match `documents` (services only;
+    every row is validated as any other write). Embedding is left to `corpus_embed`."""
+    create, update, delete = (
+        (lesson_create, lesson_update, lesson_delete)
+        if kind == "lessons"
+        else (memory_create, memory_update, memory_delete)
+    )
+    report = LoadReport()
+    stored = _stored_rows(team=team, kind=kind)
+    wanted = {document.id: document_fields(document, kind=kind) for document in documents}
+    pending = [doc_id for doc_id in wanted if doc_id not in stored]
+    changed = [
+        doc_id
+        for doc_id, fields in wanted.items()
+        if doc_id in stored and any(getattr(stored[doc_id], name) != value for name, value in fields.items())
+    ]
+    gone = [row for external_id, row in stored.items() if external_id not in wanted]
+    report.unchanged = len(wanted) - len(pending) - len(changed)
+
+    bar = progress_bar(progress, total=len(pending) + len(changed) + len(gone), desc=f"loading {team.slug}")
+    try:
+        # One transaction: a commit per row would cost more than the row itself. Deferred: the
+        # rows are embedded afterwards in batches (corpus_embed), not one task per row.
+        with embeddings_deferred(), transaction.atomic():
+            for doc_id in pending:
+                create(team=team, **wanted[doc_id])
+                report.created += 1
+                bar.update(1)
+            for doc_id in changed:
+                row = stored[doc_id]
+                fields = {name: value for name, value in wanted[doc_id].items() if name != "external_id"}
+                if kind == "lessons":
+                    update(lesson=row, **fields)
+                else:
+                    update(memory=row, **fields)
+                report.updated += 1
+                bar.update(1)
+            for row in gone:
+                delete(**{"lesson" if kind == "lessons" else "memory": row})
+                report.deleted += 1
+                bar.update(1)
+    finally:
+        bar.close()
+    return report
+
+
+def corpus_embed(*, team: Team, kind: str, progress: ProgressFactory | None = None) -> LoadReport:
+    """Embed the team's rows whose embedding is missing or stale (their text or the model
+    changed) through the normal batched backfill; fresh rows are not touched."""
+    bar = None
+
+    def advance(count: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = progress_bar(progress, total=total, desc=f"embedding {team.slug}")
+        bar.update(count)
+
+    try:
+        result = embedding_backfill(kind=kind, team=team, batch_size=EMBED_BATCH_SIZE, progress=advance)
+    except EmbeddingUnavailable as error:
+        # Searches still run (semantic and hybrid degrade); the command says why.
+        pending = embedding_backfill(kind=kind, team=team, dry_run=True).pending
+        return LoadReport(embedding_failed=pending, embedding_failure=str(error))
+    finally:
+        if bar is not None:
+            bar.close()
+    return LoadReport(
+        embedded=result.embedded,
+        embedding_failed=result.failed,
+        embedding_failure="; ".join(result.failure_reasons) or None,
+    )
+
+
+def dataset_load(
+    *,
+    dataset_name: str,
+    documents: list[Document],
+    kind: str,
+    scope_key: str | None = None,
+    extra_scope_values: Iterable[str | None] = (),
+    progress: ProgressFactory | None = None,
+) -> tuple[dict[str | None, Team], LoadReport]:
+    """Load `documents` into the dataset's team(s) and embed what is due. Returns the team of
+    each scope value (None: the base team) and what was done."""
+    by_scope: dict[str | None, list[Document]] = {}
+    for document in documents:
+        by_scope.setdefault(scope_value(document.metadata, scope_key), []).append(document)
+    slugs = team_slugs(dataset_name=dataset_name, scope_values=[*by_scope, *extra_scope_values])
+    teams: dict[str | None, Team] = {}
+    report = LoadReport()
+    for value, slug in slugs.items():
+        team = team_get_or_create(
+            slug=slug, name=team_name(dataset_name=dataset_name, scope_key=scope_key, scope_value=value)
+        )
+        teams[value] = team
+        report.add(corpus_load(team=team, documents=by_scope.get(value, []), kind=kind, progress=progress))
+    for team in teams.values():
+        report.add(corpus_embed(team=team, kind=kind, progress=progress))
+    return teams, report

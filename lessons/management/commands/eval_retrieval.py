@@ -1,0 +1,150 @@
+"""`manage.py eval_retrieval DATASET_DIR`: retrieval quality on a BEIR-layout benchmark, measured
+through the same search the API uses. See lessons/evaluation/ for how."""
+
+import json
+import logging
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from lessons.evaluation.beir import DatasetError, read_dataset
+from lessons.evaluation.loading import dataset_load, evaluation_teams_drop, scope_value
+from lessons.evaluation.runner import evaluate
+from lessons.search import FUSIONS, KINDS, MODES
+
+WEIGHT_NAMES = ("semantic", "keyword", "quality")
+
+
+def _modes(value: str) -> list[str]:
+    modes = [mode.strip() for mode in value.split(",") if mode.strip()]
+    unknown = [mode for mode in modes if mode not in MODES]
+    if unknown or not modes:
+        raise CommandError(f"--modes: unknown mode(s) {', '.join(unknown) or '(none)'}; use {', '.join(MODES)}")
+    return list(dict.fromkeys(modes))
+
+
+def _weights(value: str | None) -> dict[str, float] | None:
+    """`semantic=0.6,keyword=0.4,quality=0` -> a weights dict (for tuning; default: the settings')."""
+    if not value:
+        return None
+    weights = {}
+    for part in value.split(","):
+        name, _, number = part.partition("=")
+        name = name.strip()
+        if name not in WEIGHT_NAMES:
+            raise CommandError(f"--weights: unknown weight {name!r}; use {', '.join(WEIGHT_NAMES)}")
+        try:
+            weights[name] = float(number)
+        except ValueError as error:
+            raise CommandError(f"--weights: {name}: expected a number, got {number!r}") from error
+    return weights
+
+
+class Command(BaseCommand):
+    help = (
+        "Measure retrieval quality on a dataset in the BEIR layout (corpus.jsonl, queries.jsonl, "
+        "qrels/<split>.tsv): loads the corpus into its own team through the services, runs every judged "
+        "query through the API's search, and reports nDCG@10, recall@100, MRR@10 and latency per mode."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("dataset_dir", help="A directory in the BEIR layout.")
+        parser.add_argument("--split", default="test", help="Which qrels/<split>.tsv to judge by (default: test).")
+        parser.add_argument("--kind", default="lessons", help="Load documents as lessons (default) or memories.")
+        parser.add_argument("--modes", default="hybrid,semantic,text", help="Comma-separated search modes.")
+        parser.add_argument("--fusion", default="weighted", help="weighted (default) or rrf.")
+        parser.add_argument("--weights", default=None, help="For tuning: semantic=..,keyword=..,quality=..")
+        parser.add_argument("--scope-key", default=None, help="Metadata key: one team per value of it.")
+        parser.add_argument("--max-queries", type=int, default=None, help="Only the first N judged queries.")
+        parser.add_argument("--json", dest="json_path", default=None, help="Also write the results to PATH.")
+        parser.add_argument("--drop", action="store_true", help="Delete the dataset's team(s) first.")
+
+    def handle(self, *args, dataset_dir, split, kind, modes, fusion, weights, scope_key, max_queries, json_path,
+               drop, **options):
+        if kind not in KINDS:
+            raise CommandError(f"--kind: {kind!r} is not one of {', '.join(KINDS)}")
+        if fusion not in FUSIONS:
+            raise CommandError(f"--fusion: {fusion!r} is not one of {', '.join(FUSIONS)}")
+        if max_queries is not None and max_queries < 1:
+            raise CommandError("--max-queries: expected a positive number")
+        mode_list = _modes(modes)
+        weight_map = _weights(weights)
+        try:
+            dataset = read_dataset(Path(dataset_dir), split=split)
+        except DatasetError as error:
+            raise CommandError(str(error)) from error
+
+        verbosity = int(options.get("verbosity", 1))
+
+        def progress(unit=" docs", **kwargs):
+            return tqdm(file=sys.stderr, disable=verbosity < 1, leave=False, unit=unit, **kwargs)
+
+        if drop:
+            dropped = evaluation_teams_drop(dataset_name=dataset.name)
+            self.stdout.write(f"dropped {dropped} team(s) of {dataset.name}")
+
+        started = time.perf_counter()
+        teams, report = dataset_load(
+            dataset_name=dataset.name,
+            documents=dataset.documents,
+            kind=kind,
+            scope_key=scope_key,
+            extra_scope_values=[scope_value(query.metadata, scope_key) for query in dataset.queries],
+            progress=progress,
+        )
+        self.stdout.write(
+            f"{dataset.name}: {len(dataset.documents)} documents as {kind} in {len(teams)} team(s) "
+            f"({report.summary()}) in {time.perf_counter() - started:.1f} s"
+        )
+        if report.embedding_failed:
+            self.stderr.write(f"warning: {report.embedding_failed} document(s) have no embedding: "
+                              f"{report.embedding_failure}")
+
+        # The engine logs every search at INFO: thousands of lines that would bury the table.
+        search_logger = logging.getLogger("lessons.search")
+        previous_level = search_logger.level
+        if verbosity < 2:
+            search_logger.setLevel(logging.WARNING)
+        try:
+            evaluation = evaluate(
+                dataset=dataset,
+                teams=teams,
+                kind=kind,
+                modes=mode_list,
+                fusion=fusion,
+                weights=weight_map,
+                scope_key=scope_key,
+                max_queries=max_queries,
+                progress=partial(progress, unit=" queries"),
+            )
+        finally:
+            search_logger.setLevel(previous_level)
+        self.stdout.write(self._table(evaluation, kind=kind, fusion=fusion, weights=weight_map))
+        if json_path:
+            payload = {**evaluation.as_dict(), "kind": kind, "fusion": fusion}
+            if weight_map:
+                payload["weights"] = weight_map
+            try:
+                Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+            except OSError as error:
+                raise CommandError(f"--json: cannot write {json_path}: {error.strerror}") from error
+            self.stdout.write(f"wrote {json_path}")
+
+    def _table(self, evaluation, *, kind: str, fusion: str, weights) -> str:
+        setting = f"fusion {fusion}" + (f", weights {weights}" if weights else "")
+        lines = [
+            f"{evaluation.dataset} / {evaluation.split}: {evaluation.queries} queries, {kind}, {setting}",
+            "",
+            "| mode     | nDCG@10 | recall@100 | MRR@10 | p50 ms | p95 ms |",
+            "|----------|--------:|-----------:|-------:|-------:|-------:|",
+        ]
+        for mode, scores in evaluation.results.items():
+            lines.append(
+                f"| {mode:<8} | {scores.ndcg_at_10:7.4f} | {scores.recall_at_100:10.4f} | {scores.mrr_at_10:6.4f} "
+                f"| {scores.p50_ms:6.1f} | {scores.p95_ms:6.1f} |"
+            )
+        return "\n".join(lines)

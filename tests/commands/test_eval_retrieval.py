@@ -1,0 +1,121 @@
+"""`eval_retrieval` end to end on tiny BEIR-layout datasets (tests/fixtures/), with the real
+model and the real search engine."""
+
+import json
+import shutil
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from lessons.models import Lesson, Memory, Team
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+TINY = FIXTURES / "beir_tiny"
+SCOPED = FIXTURES / "beir_scoped"
+
+
+def run(*args) -> str:
+    out = StringIO()
+    call_command("eval_retrieval", *[str(arg) for arg in args], stdout=out, stderr=StringIO(), verbosity=0)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_reports_every_mode_and_writes_json(tmp_path):
+    path = tmp_path / "result.json"
+    output = run(TINY, "--json", path)
+    result = json.loads(path.read_text())
+    assert result["dataset"] == "beir_tiny"
+    assert result["split"] == "test"
+    assert result["queries"] == 4
+    assert list(result["results"]) == ["hybrid", "semantic", "text"]
+    for mode, scores in result["results"].items():
+        assert set(scores) == {"ndcg@10", "recall@100", "mrr@10", "p50_ms", "p95_ms"}
+        assert 0 < scores["p50_ms"] <= scores["p95_ms"]
+        assert mode in output
+    # Each query paraphrases exactly one of eight distinct abstracts: by meaning, the right one
+    # comes first every time, so every query has nDCG@10 = MRR@10 = recall@100 = 1.
+    assert result["results"]["semantic"]["ndcg@10"] == pytest.approx(1.0)
+    assert result["results"]["hybrid"]["mrr@10"] == pytest.approx(1.0)
+    assert result["results"]["hybrid"]["recall@100"] == pytest.approx(1.0)
+    # q3 ("Lack of sleep harms memory.") shares only "memory" with d3's title, which the keyword
+    # leg finds; q2's "colon" is not "colorectal", but "aspirin", "risk" and "cancer" are there.
+    assert result["results"]["text"]["recall@100"] > 0.5
+    assert "| hybrid" in output and "nDCG@10" in output
+    assert Lesson.objects.filter(team__slug="eval-beir_tiny").count() == 8
+
+
+@pytest.mark.django_db
+def test_second_run_reuses_the_loaded_corpus():
+    run(TINY, "--modes", "text")
+    ids = set(Lesson.objects.filter(team__slug="eval-beir_tiny").values_list("id", flat=True))
+    output = run(TINY, "--modes", "text")
+    assert "0 created, 0 updated, 8 unchanged, 0 deleted, 0 embedded" in output
+    assert set(Lesson.objects.filter(team__slug="eval-beir_tiny").values_list("id", flat=True)) == ids
+
+
+@pytest.mark.django_db
+def test_drop_starts_again():
+    run(TINY, "--modes", "text")
+    output = run(TINY, "--modes", "text", "--drop")
+    assert "dropped 1 team(s)" in output
+    assert "8 created" in output and "8 embedded" in output
+
+
+@pytest.mark.django_db
+def test_train_split_max_queries_and_memories(tmp_path):
+    path = tmp_path / "r.json"
+    run(TINY, "--split", "train", "--kind", "memories", "--modes", "semantic", "--max-queries", "1", "--json", path)
+    result = json.loads(path.read_text())
+    assert (result["split"], result["queries"], list(result["results"])) == ("train", 1, ["semantic"])
+    assert result["results"]["semantic"]["ndcg@10"] == pytest.approx(1.0)  # q5 -> d5 (exercise, depression)
+    assert Memory.objects.filter(team__slug="eval-beir_tiny").count() == 8
+
+
+@pytest.mark.django_db
+def test_rrf_fusion_runs():
+    output = run(TINY, "--modes", "hybrid", "--fusion", "rrf")
+    assert "fusion rrf" in output
+
+
+@pytest.mark.django_db
+def test_scope_key_searches_each_users_own_memories(tmp_path):
+    path = tmp_path / "r.json"
+    run(SCOPED, "--kind", "memories", "--scope-key", "user", "--modes", "semantic", "--json", path)
+    # Alice and Bob both ask for their cat's name; each team holds only its own cat, so both
+    # find the right memory first (without scopes one of them would get the other's cat).
+    assert json.loads(path.read_text())["results"]["semantic"]["mrr@10"] == pytest.approx(1.0)
+    assert set(Team.objects.values_list("slug", flat=True)) == {
+        "eval-beir_scoped",
+        "eval-beir_scoped-alice",
+        "eval-beir_scoped-bob",
+    }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((FIXTURES / "nope",), "no such directory"),
+        ((TINY, "--split", "dev"), "split 'dev'"),
+        ((TINY, "--modes", "hybrid,fuzzy"), "--modes: unknown mode"),
+        ((TINY, "--kind", "notes"), "--kind"),
+        ((TINY, "--fusion", "max"), "--fusion"),
+        ((TINY, "--max-queries", "0"), "--max-queries"),
+        ((TINY, "--weights", "semantic=x"), "--weights"),
+    ],
+)
+def test_bad_input_is_a_command_error(args, message):
+    with pytest.raises(CommandError, match=message):
+        run(*args)
+    assert not Team.objects.exists()  # nothing loaded
+
+
+@pytest.mark.django_db
+def test_missing_queries_file(tmp_path):
+    shutil.copytree(TINY, tmp_path / "ds")
+    (tmp_path / "ds" / "queries.jsonl").unlink()
+    with pytest.raises(CommandError, match="queries.jsonl: missing"):
+        run(tmp_path / "ds")
