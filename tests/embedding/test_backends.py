@@ -1,0 +1,30 @@
+"""The real model through the configured backend."""
+
+import numpy as np
+import torch
+
+from lessons.embedding import get_embedding_backend
+
+
+def test_queries_encode_on_their_own_thread_count_and_restore_torchs():
+    backend = get_embedding_backend()
+    before = torch.get_num_threads()
+    seen = []
+    original = backend._encode
+
+    def spy(texts):
+        seen.append(torch.get_num_threads())
+        return original(texts)
+
+    backend._encode = spy
+    try:
+        queries = backend.embed_queries(["database security", "frontend state management"])
+    finally:
+        del backend._encode
+    assert seen == [backend.query_threads]
+    assert torch.get_num_threads() == before
+    documents = backend.embed_documents(["database security", "frontend state management"])
+    assert queries.shape == (2, 384) and queries.dtype == np.float32
+    assert np.allclose(queries, documents, atol=1e-5)  # same vectors, only the threads differ
+    assert np.allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
+    assert float(queries[0] @ queries[1]) < 0.9
