@@ -99,7 +99,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Set only where a proxy serves the files after `collectstatic`; WhiteNoise needs no copy.
+STATIC_ROOT = env("DJANGO_STATIC_ROOT", default=None)
 # The admin and the API docs (django-ninja's bundled Swagger UI) load their CSS and JavaScript from
 # the apps' own static files, never a CDN: many deployments have no internet. WhiteNoise serves
 # them with DEBUG off too, straight from the apps (no collectstatic step); a proxy may still serve
