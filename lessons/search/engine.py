@@ -31,14 +31,18 @@ with every filter inside its SQL, N = max(3 x limit, 50). Then:
    stack, category or title word: `nextjs`, `RLS`) come first, then by score;
 4. relevance: score >= 0.6 "high", >= 0.4 "medium", else "low" (settings.SEARCH_RELEVANCE_THRESHOLDS).
 
-Budget: one batched encode (primary and contextual query together) and one SQL round trip (the
-legs as CTEs, the rows' fields in the same statement); a second only for the recency fallback.
+Budget: one batched encode (primary and contextual query together) and two SQL statements. The
+encode runs on a worker thread while statement 1 (BM25 and exact-term legs) runs, so PostgreSQL
+and the model use both cores at once; statement 2 runs the semantic legs and fetches the fields
+and similarities of every candidate. `text` mode is statement 1 alone. The recency fallback
+replaces what found nothing.
 Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
 the most recently updated rows, `fallback="recency"`.
 """
 
 import logging
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from time import perf_counter
 
@@ -176,35 +180,50 @@ def search(*, request: SearchRequest) -> SearchResponse:
         candidates_per_leg=max(3 * request.limit, MIN_CANDIDATES),
     )
 
-    # --- embed: one batched encode of the primary (and contextual) query ------------------------
+    # --- encode and query at once: the query encode runs on a worker thread (torch releases the
+    # GIL) while PostgreSQL, on the other core, runs the keyword legs: statement 1. Statement 2
+    # runs the semantic legs and fetches every candidate's fields and similarities. ------------
+    term_forms = scoring.query_term_forms(plan.keyword_query, STOP_WORDS)
+    terms = list(term_forms)
+    encoding = _QUERY_ENCODER.submit(_timed_embed_queries, plan) if request.mode != "text" else None
+    tick = perf_counter()
+    keyword_rows, keyword_counts = [], {}
+    if request.mode != "semantic":
+        exact_terms = terms if 0 < len(terms) <= scoring.EXACT_TIER_MAX_TERMS else []
+        keyword_rows, keyword_counts = _run_keyword_legs(
+            request=request, plan=plan, exact_terms=exact_terms, term_forms=term_forms,
+            filter_sql=filter_sql, filter_params=filter_params,
+        )
+    sql_ms = _ms(tick)
+
     vectors: list[np.ndarray] = []
     degraded_reason = None
-    if request.mode != "text":
-        tick = perf_counter()
-        vectors, degraded_reason = _embed_queries(plan)
-        timings["embed"] = _ms(tick)
+    if encoding is not None:
+        vectors, degraded_reason, timings["embed"] = encoding.result()
     use_semantic = bool(vectors)
     # Semantic mode without a model is answered by the keyword leg rather than not at all.
     use_keyword = request.mode != "semantic" or not use_semantic
     if request.mode == "semantic" and not use_semantic:
         degraded_reason = f"{degraded_reason}; semantic mode answered by keywords and quality"
+        exact_terms = terms if 0 < len(terms) <= scoring.EXACT_TIER_MAX_TERMS else []
+        tick = perf_counter()
+        keyword_rows, keyword_counts = _run_keyword_legs(
+            request=request, plan=plan, exact_terms=exact_terms, term_forms=term_forms,
+            filter_sql=filter_sql, filter_params=filter_params,
+        )
+        sql_ms += _ms(tick)
+    elif request.mode == "semantic":
+        exact_terms = []
 
-    # --- one SQL round trip: every leg as a CTE, the candidates' fields in the same statement ---
     tick = perf_counter()
-    term_forms = scoring.query_term_forms(plan.keyword_query, STOP_WORDS)
-    terms = list(term_forms)
-    exact_terms = terms if (request.mode != "semantic" or not use_semantic) and 0 < len(terms) <= scoring.EXACT_TIER_MAX_TERMS else []
-    rows, leg_counts = _run_legs(
-        request=request,
-        plan=plan,
-        vectors=[vector_literal(v) for v in vectors],
-        use_keyword=use_keyword,
-        exact_terms=exact_terms,
-        term_forms=term_forms,
-        filter_sql=filter_sql,
-        filter_params=filter_params,
-    )
-    timings["sql"] = _ms(tick)
+    rows, leg_counts = keyword_rows, dict(keyword_counts)
+    if use_semantic:
+        semantic_rows, semantic_counts = _run_semantic_legs(
+            request=request, plan=plan, vectors=[vector_literal(v) for v in vectors],
+            keyword_rows=keyword_rows, filter_sql=filter_sql, filter_params=filter_params,
+        )
+        rows, leg_counts = semantic_rows, {**semantic_counts, **keyword_counts}
+    timings["sql"] = sql_ms + _ms(tick)
 
     # --- fuse ------------------------------------------------------------------------------------
     tick = perf_counter()
@@ -258,6 +277,16 @@ def search(*, request: SearchRequest) -> SearchResponse:
 # --- embedding ---------------------------------------------------------------------------------
 
 
+# Query encodes run here so that PostgreSQL can work on the keyword legs meanwhile.
+_QUERY_ENCODER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-encoder")
+
+
+def _timed_embed_queries(plan: _Plan) -> tuple[list[np.ndarray], str | None, float]:
+    tick = perf_counter()
+    vectors, reason = _embed_queries(plan)
+    return vectors, reason, _ms(tick)
+
+
 def _embed_queries(plan: _Plan) -> tuple[list[np.ndarray], str | None]:
     """[primary] or [primary, contextual] in one encode. The contextual leg failing (a bad vector,
     an encode error with two texts) leaves the primary alone; the model failing degrades."""
@@ -292,33 +321,46 @@ def _usable(vector: np.ndarray, dimensions: int) -> bool:
 # --- SQL ---------------------------------------------------------------------------------------
 
 
-def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, exact_terms: list[str], term_forms, filter_sql, filter_params):
-    """All legs in one statement. Returns the candidate rows (fields, signals, which legs found
-    them) and the number of candidates each leg returned."""
+def _run_keyword_legs(*, request, plan: _Plan, exact_terms: list[str], term_forms, filter_sql, filter_params):
+    """Statement 1: the BM25 and exact-term legs, with their candidates' fields."""
     table = table_for(request.kind)
     n = plan.candidates_per_leg
-    ctes: list[tuple[str, str, list]] = []  # (name, sql, params)
-    if vectors:
-        sql, params = semantic_leg_sql(table=table, vector=vectors[0], filter_sql=filter_sql, filter_params=filter_params, limit=n)
-        ctes.append(("sem_p", sql, params))
-        if len(vectors) > 1:
-            sql, params = semantic_leg_sql(
-                table=table, vector=vectors[1], filter_sql=filter_sql, filter_params=filter_params, limit=n
-            )
-            ctes.append(("sem_c", sql, params))
-    if use_keyword:
-        leg = keyword_leg_sql(
-            kind=request.kind, team_id=request.team.pk, query=plan.keyword_query,
-            filter_sql=filter_sql, filter_params=filter_params, limit=n,
-        )
-        if leg is not None:
-            ctes.append(("kw_p", leg[0], leg[1]))
+    ctes: list[tuple[str, str, list]] = []
+    leg = keyword_leg_sql(
+        kind=request.kind, team_id=request.team.pk, query=plan.keyword_query,
+        filter_sql=filter_sql, filter_params=filter_params, limit=n,
+    )
+    if leg is not None:
+        ctes.append(("kw_p", leg[0], leg[1]))
     if exact_terms:
         ctes.append(("ex", *_exact_leg_sql(kind=request.kind, table=table, terms=exact_terms, forms=term_forms,
                                           filter_sql=filter_sql, filter_params=filter_params, limit=n)))
+    return _fetch_candidates(request=request, ctes=ctes, vectors=[], extra_ids=[])
+
+
+def _run_semantic_legs(*, request, plan: _Plan, vectors: list[str], keyword_rows: list[dict], filter_sql, filter_params):
+    """Statement 2: the semantic legs; every candidate's fields and similarities, the keyword
+    legs' candidates included (their BM25 signals are carried over from statement 1)."""
+    table = table_for(request.kind)
+    n = plan.candidates_per_leg
+    ctes = [("sem_p", *semantic_leg_sql(table=table, vector=vectors[0], filter_sql=filter_sql, filter_params=filter_params, limit=n))]
+    if len(vectors) > 1:
+        ctes.append(("sem_c", *semantic_leg_sql(table=table, vector=vectors[1], filter_sql=filter_sql, filter_params=filter_params, limit=n)))
+    rows, counts = _fetch_candidates(request=request, ctes=ctes, vectors=vectors, extra_ids=[row["id"] for row in keyword_rows])
+    keyword_signals = {row["id"]: row for row in keyword_rows}
+    for row in rows:
+        signals = keyword_signals.get(row["id"], {})
+        for name in ("bm25_p", "terms_p", "in_kw_p", "in_ex"):
+            row[name] = signals.get(name)
+    return rows, counts
+
+
+def _fetch_candidates(*, request, ctes: list[tuple[str, str, list]], vectors: list[str], extra_ids: list[int]):
+    """One statement: the legs as CTEs, then the fields (and similarities) of every candidate.
+    Returns the rows and the number of candidates each leg returned."""
     if not ctes:
         return [], {}
-
+    table = table_for(request.kind)
     names = [name for name, _, _ in ctes]
     params: list = []
     prefix = ""
@@ -330,6 +372,9 @@ def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, ex
         with_parts.append(f"{name} AS MATERIALIZED ({sql})")
         params.extend(cte_params)
     union = " UNION ".join(f"SELECT id FROM {name}" for name in names)
+    if extra_ids:
+        union += " UNION SELECT unnest(%s::bigint[])"
+        params.append(extra_ids)
     columns = [f"t.{column}" for column in FIELDS[request.kind]]
     if vectors:
         columns.append("1 - (t.embedding <=> %s::vector) AS sim_p")
@@ -337,7 +382,8 @@ def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, ex
         if len(vectors) > 1:
             columns.append("1 - (t.embedding <=> %s::vector) AS sim_c")
             params.append(vectors[1])
-    columns.append("kw_p.score AS bm25_p, kw_p.matched_terms AS terms_p" if "kw_p" in names else "NULL, NULL")
+    if "kw_p" in names:
+        columns.append("kw_p.score AS bm25_p, kw_p.matched_terms AS terms_p")
     columns.extend(f"({name}.id IS NOT NULL) AS in_{name}" for name in names)
     joins = "".join(f" LEFT JOIN {name} ON {name}.id = t.id" for name in names)
     statement = (
@@ -351,11 +397,7 @@ def _run_legs(*, request, plan: _Plan, vectors: list[str], use_keyword: bool, ex
         while cursor.description is None and cursor.nextset():
             pass
         description = [column.name for column in cursor.description]
-        raw = cursor.fetchall()
-    rows = []
-    for values in raw:
-        row = dict(zip(description, values))
-        rows.append(row)
+        rows = [dict(zip(description, values)) for values in cursor.fetchall()]
     counts = {
         {"sem_p": "semantic", "sem_c": "contextual_semantic", "kw_p": "keyword", "ex": "exact"}[name]: sum(
             1 for row in rows if row[f"in_{name}"]

@@ -72,10 +72,15 @@ def test_results_explain_themselves_and_never_carry_the_embedding(demo_team):
     assert scores == sorted(scores, reverse=True)
 
 
-def test_one_search_is_one_sql_round_trip(demo_team):
+def test_one_search_is_two_sql_round_trips_and_text_mode_one(demo_team):
     with CaptureQueriesContext(connection) as queries:
         response = run(demo_team, "database security", context="const { data } = supabase.from('notes').select()")
     assert response.results and response.fallback is None
+    assert len(queries.captured_queries) == 2
+    assert "lessons_keyword_posting" in queries.captured_queries[0]["sql"]
+    assert "<=>" in queries.captured_queries[1]["sql"]
+    with CaptureQueriesContext(connection) as queries:
+        assert run(demo_team, "database security", mode="text").results
     assert len(queries.captured_queries) == 1
 
 
