@@ -70,3 +70,9 @@ def test_admin_accept_action(admin_client, team):
     )
     proposal.refresh_from_db()
     assert proposal.status == "confirmed"
+
+
+def test_admin_carries_the_product_name_and_links_the_api_docs(admin_client):
+    page = admin_client.get(reverse("admin:index")).content.decode()
+    assert "Memory Store" in page and "Django administration" not in page
+    assert 'href="/api/v1/docs"' in page
