@@ -2,8 +2,7 @@
 
 The HTTP handlers and the agent tools (`GET /tools`, the MCP server) both call these, with the
 same input schema, so an endpoint and its tool cannot behave differently. Each one calls a single
-selector or service. The search engine's modules are imported inside the functions that use them,
-so the API (and its URLconf) loads even where the engine cannot, and only a search fails then.
+selector or service.
 """
 
 from lessons.api.schemas import (
@@ -21,22 +20,26 @@ from lessons.api.schemas import (
     SessionIn,
 )
 from lessons.models import Lesson, Memory, Team
+from lessons.search import SearchFilters, SearchRequest
+from lessons.search import search as run_search
+from lessons.search.serialise import search_response_as_dict
+from lessons.selectors.lessons import lessons_for_session, lessons_patterns_for_feature, lessons_relevant
+from lessons.selectors.memories import (
+    memories_by_emotion,
+    memories_by_person,
+    memories_friends,
+    memories_interests,
+    memories_recent_events,
+    memories_search_versions,
+)
 from lessons.services import lessons as lesson_services
 from lessons.services import memories as memory_services
-
-
-def _as_dict(response) -> dict:
-    from lessons.search.serialise import search_response_as_dict
-
-    return search_response_as_dict(response)
 
 
 # --- search --------------------------------------------------------------------------------
 
 
 def search_request_from(*, team: Team, payload: SearchIn):
-    from lessons.search import SearchFilters, SearchRequest
-
     filters = payload.filters
     return SearchRequest(
         team=team,
@@ -68,9 +71,7 @@ def search_request_from(*, team: Team, payload: SearchIn):
 
 
 def search(*, team: Team, payload: SearchIn) -> dict:
-    from lessons.search import search as run_search
-
-    return _as_dict(run_search(request=search_request_from(team=team, payload=payload)))
+    return search_response_as_dict(run_search(request=search_request_from(team=team, payload=payload)))
 
 
 # --- lessons -------------------------------------------------------------------------------
@@ -85,9 +86,7 @@ def propose_lesson(*, team: Team, payload: LessonProposeIn) -> Lesson:
 
 
 def relevant_lessons(*, team: Team, payload: RelevantLessonsQuery) -> dict:
-    from lessons.selectors.lessons import lessons_relevant
-
-    return _as_dict(
+    return search_response_as_dict(
         lessons_relevant(
             team=team,
             project_type=payload.project_type,
@@ -99,9 +98,7 @@ def relevant_lessons(*, team: Team, payload: RelevantLessonsQuery) -> dict:
 
 
 def lesson_patterns(*, team: Team, payload: PatternsQuery) -> dict:
-    from lessons.selectors.lessons import lessons_patterns_for_feature
-
-    return _as_dict(
+    return search_response_as_dict(
         lessons_patterns_for_feature(
             team=team,
             feature=payload.feature,
@@ -113,9 +110,7 @@ def lesson_patterns(*, team: Team, payload: PatternsQuery) -> dict:
 
 
 def session_lessons(*, team: Team, payload: SessionIn) -> dict:
-    from lessons.selectors.lessons import lessons_for_session
-
-    return _as_dict(
+    return search_response_as_dict(
         lessons_for_session(
             team=team,
             project=payload.project,
@@ -134,36 +129,24 @@ def store_memory(*, team: Team, payload: MemoryIn) -> Memory:
 
 
 def friends(*, team: Team, payload: MemoryLimitQuery) -> dict:
-    from lessons.selectors.memories import memories_friends
-
-    return _as_dict(memories_friends(team=team, limit=payload.limit))
+    return search_response_as_dict(memories_friends(team=team, limit=payload.limit))
 
 
 def interests(*, team: Team, payload: MemoryLimitQuery) -> dict:
-    from lessons.selectors.memories import memories_interests
-
-    return _as_dict(memories_interests(team=team, limit=payload.limit))
+    return search_response_as_dict(memories_interests(team=team, limit=payload.limit))
 
 
 def events(*, team: Team, payload: EventsQuery) -> dict:
-    from lessons.selectors.memories import memories_recent_events
-
-    return _as_dict(memories_recent_events(team=team, days=payload.days, limit=payload.limit))
+    return search_response_as_dict(memories_recent_events(team=team, days=payload.days, limit=payload.limit))
 
 
 def by_person(*, team: Team, payload: ByPersonQuery) -> dict:
-    from lessons.selectors.memories import memories_by_person
-
-    return _as_dict(memories_by_person(team=team, name=payload.name, limit=payload.limit))
+    return search_response_as_dict(memories_by_person(team=team, name=payload.name, limit=payload.limit))
 
 
 def by_emotion(*, team: Team, payload: ByEmotionQuery) -> dict:
-    from lessons.selectors.memories import memories_by_emotion
-
-    return _as_dict(memories_by_emotion(team=team, emotion=payload.emotion, limit=payload.limit))
+    return search_response_as_dict(memories_by_emotion(team=team, emotion=payload.emotion, limit=payload.limit))
 
 
 def search_versions(*, team: Team, payload: SearchVersionsIn) -> dict:
-    from lessons.selectors.memories import memories_search_versions
-
-    return _as_dict(memories_search_versions(team=team, query=payload.query, limit=payload.limit))
+    return search_response_as_dict(memories_search_versions(team=team, query=payload.query, limit=payload.limit))

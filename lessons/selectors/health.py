@@ -4,6 +4,7 @@ key or row is named, so the answer is safe to show without authentication."""
 from django.db import DatabaseError, connection
 
 from lessons.embedding import get_embedding_backend
+from lessons.selectors.embeddings import embedding_coverage
 
 
 def database_status() -> dict:
@@ -29,8 +30,6 @@ def system_health() -> dict:
     model = model_status()
     if not database["ok"]:
         return {"status": "unavailable", "database": database, "model": model, "embeddings": {}}
-    from lessons.selectors.embeddings import embedding_coverage  # the embedding branch's selector
-
     return {
         "status": "ok" if model["available"] else "degraded",
         "database": database,
