@@ -4,10 +4,12 @@ import numpy as np
 import torch
 
 from lessons.embedding import get_embedding_backend
+from lessons.embedding.backends import SentenceTransformerBackend
 
 
-def test_queries_encode_on_their_own_thread_count_and_restore_torchs():
-    backend = get_embedding_backend()
+def test_torch_queries_encode_on_their_own_thread_count_and_restore_torchs():
+    backend = SentenceTransformerBackend(query_runtime="torch", query_threads=1)
+    assert backend.active_query_runtime == "torch"
     before = torch.get_num_threads()
     seen = []
     original = backend._encode
