@@ -205,8 +205,10 @@ def metadata_of(*, row: dict, tech_stack: tuple[str, ...], project_type: str | N
 
 def tech_mismatch(*, row: dict, tech_stack: tuple[str, ...]) -> bool:
     """Seed 000: a lesson naming tech stacks, none of them the caller's."""
-    lesson = {canonical(t) for t in row.get("tech_stacks", [])}
-    return bool(tech_stack) and bool(lesson) and not (lesson & {canonical(t) for t in tech_stack})
+    if not tech_stack or not row.get("tech_stacks"):
+        return False
+    lesson = {canonical(t) for t in row["tech_stacks"]}
+    return not (lesson & {canonical(t) for t in tech_stack})
 
 
 def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
@@ -247,13 +249,14 @@ def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
         semantic_used = semantic * factor
         if factor != 1.0:
             penalty = w.get("semantic", 0.0) * (semantic - semantic_used)
+        # Unrounded: the explanation rounds the parts of the hits it shows.
         c.parts = {
-            "semantic": round(semantic, 4),
-            "keyword": round(keyword, 4),
-            "matched_terms": list(c.matched_terms),
-            "metadata": None if metadata is None else round(metadata, 4),
-            "quality": round(quality, 4),
-            "penalty": round(penalty, 4),
+            "semantic": semantic,
+            "keyword": keyword,
+            "matched_terms": c.matched_terms,
+            "metadata": metadata,
+            "quality": quality,
+            "penalty": penalty,
         }
         c.weighted = _clip(
             w.get("semantic", 0.0) * semantic_used + w.get("keyword", 0.0) * keyword_part + w.get("quality", 0.0) * quality

@@ -264,9 +264,43 @@ def test_model_off_semantic_mode_says_it_degraded(demo_team):
 
 @override_settings(EMBEDDING_BACKEND={"BACKEND": "tests.search.test_engine.BrokenBackend"})
 def test_failed_query_embedding_degrades(demo_team):
-    response = run(demo_team, "row level security policies")
+    with CaptureQueriesContext(connection) as queries:
+        response = run(demo_team, "row level security policies")
     assert response.degraded and "embedding failed" in response.degraded_reason
     assert response.results
+    # Statement 1 ran without fields (a model was expected); the second fetched them.
+    assert len(queries.captured_queries) == 2
+    assert ids(response) == ids(run(demo_team, "row level security policies", mode="text"))
+    assert all(hit.fields["title"] and hit.fields["created_at"] for hit in response.results)
+
+
+@override_settings(EMBEDDINGS_ENABLED=False)
+def test_model_off_hybrid_is_one_statement_ranked_as_text_mode(demo_team):
+    with CaptureQueriesContext(connection) as queries:
+        response = run(demo_team, "row level security policies")
+    assert len(queries.captured_queries) == 1
+    assert ids(response) == ids(run(demo_team, "row level security policies", mode="text"))
+    assert all(hit.fields["title"] for hit in response.results)
+
+
+def test_the_floor_drops_weak_semantic_only_candidates_in_the_database(demo_team):
+    response = run(demo_team, "tenant isolation", limit=50, explain=True, similarity_floor=0.35)
+    assert response.candidates["below_floor"] > 0
+    assert response.candidates["union"] - response.candidates["below_floor"] >= len(response.results)
+    for hit in response.results:
+        legs = hit.explanation["legs"]
+        assert legs != ["semantic"] or hit.explanation["similarity"] >= 0.35
+    # keyword hits stay whatever their similarity
+    assert any("keyword" in hit.explanation["legs"] and hit.explanation["similarity"] < 0.35 for hit in response.results)
+
+
+def test_hit_fields_carry_the_stored_values_and_aware_timestamps(demo_team):
+    response = run(demo_team, "database security", limit=5)
+    for hit in response.results:
+        stored = Lesson.objects.get(pk=hit.id)
+        assert hit.fields["created_at"] == stored.created_at and hit.fields["created_at"].tzinfo is not None
+        assert hit.fields["updated_at"] == stored.updated_at
+        assert hit.fields["tags"] == stored.tags and hit.fields["title"] == stored.title
 
 
 class BrokenBackend(SentenceTransformerBackend):
