@@ -519,7 +519,7 @@ def _hit(*, request: SearchRequest, candidate: scoring.Candidate, scoring_plan: 
         explanation = {
             "semantic": round(parts["semantic"], 4),
             "keyword": round(parts["keyword"], 4),
-            "matched_terms": list(parts["matched_terms"]),
+            "matched_terms": sorted(parts["matched_terms"]),
             "metadata": None if parts["metadata"] is None else round(parts["metadata"], 4),
             "quality": round(parts["quality"], 4),
             "penalty": round(parts["penalty"], 4),
