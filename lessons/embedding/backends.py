@@ -105,9 +105,10 @@ class SentenceTransformerBackend(EmbeddingBackend):
         self._document_threads: int | None = None
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        """A query is one short sentence: torch's intra-op threads buy it nothing, and on a busy
+        """Through ONNX Runtime when its graph was built (one session of `query_threads` threads);
+        otherwise torch. A query is one short sentence: torch's intra-op threads buy it nothing, and on a busy
         2-core machine two threads fight the other processes (measured here: 50-700 ms instead of
-        ~20 ms). So queries run on `query_threads` (setting EMBEDDING_BACKEND["QUERY_THREADS"])
+        ~20 ms). So torch queries run on `query_threads` (setting EMBEDDING_BACKEND["QUERY_THREADS"])
         and document batches keep torch's default; the count is shared by concurrent queries.
         `query_threads` is per query text: a contextual search (two texts) gets two, up to torch's
         default (measured idle: 24 ms on one thread, 17 ms on two)."""

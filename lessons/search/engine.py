@@ -32,10 +32,12 @@ with every filter inside its SQL, N = max(3 x limit, 50). Then:
 4. relevance: score >= 0.6 "high", >= 0.4 "medium", else "low" (settings.SEARCH_RELEVANCE_THRESHOLDS).
 
 Budget: one batched encode (primary and contextual query together) and two SQL statements. The
-encode runs on a worker thread while statement 1 (BM25 and exact-term legs) runs, so PostgreSQL
-and the model use both cores at once; statement 2 runs the semantic legs and fetches the fields
-and similarities of every candidate. `text` mode is statement 1 alone. The recency fallback
-replaces what found nothing.
+encode runs on a worker thread while statement 1 (BM25 and exact-term legs: ids and scores) runs,
+so PostgreSQL and the model use both cores at once; statement 2 runs the semantic legs, drops the
+semantic-only candidates under the floor and fetches the fields and similarities of the rest.
+`text` mode (and a search without a model) is statement 1 alone, with the fields. A query encode
+failing after statement 1 costs a second statement for the fields. The recency fallback replaces
+what found nothing.
 Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
 the most recently updated rows, `fallback="recency"`.
 """

@@ -75,8 +75,8 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument(
             "--torch-threads", type=int, default=None,
-            help="torch intra-op threads for this run (a one-sentence query gains nothing from more, and loses "
-            "much when other processes compete for the cores)",
+            help="torch intra-op threads for this run, where queries use torch (EMBEDDING_QUERY_RUNTIME=torch): "
+            "a one-sentence query gains nothing from more, and loses much when other processes compete",
         )
 
     def handle(self, *args, **options):
@@ -100,9 +100,15 @@ class Command(BaseCommand):
 
         import torch
 
+        backend = get_embedding_backend()
+        runtime = getattr(backend, "active_query_runtime", "torch")
+        encoder = (
+            f"query encoder onnx ({backend.query_threads} thread(s) a search)" if runtime == "onnx"
+            else f"query encoder torch ({torch.get_num_threads()} threads)"
+        )
         self.stdout.write(
             f"{Lesson.objects.filter(team=team).count()} lessons, {len(workload)} queries per mode, "
-            f"limit {options['limit']}, torch threads {torch.get_num_threads()}"
+            f"limit {options['limit']}, {encoder}"
         )
         self.stdout.write(f"{'mode':<10}{'stage':<8}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}")
         for mode in modes:
