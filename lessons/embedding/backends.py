@@ -251,6 +251,19 @@ def _backend_for(
     )
 
 
+def warm_up_in_background() -> threading.Thread | None:
+    """Load the configured model (and its ONNX query graph) on a daemon thread, so that a server's
+    first search does not wait seconds for it. None when embeddings are turned off."""
+    backend = get_embedding_backend()
+    if not backend.enabled:
+        return None
+    thread = threading.Thread(
+        target=lambda: backend.unavailable_reason, name="embedding-warm-up", daemon=True
+    )
+    thread.start()
+    return thread
+
+
 def get_embedding_backend() -> EmbeddingBackend:
     """The configured backend; one instance per process and configuration."""
     config = settings.EMBEDDING_BACKEND

@@ -32,3 +32,23 @@ def test_torch_queries_encode_on_their_own_thread_count_and_restore_torchs():
     assert np.allclose(queries, documents, atol=1e-5)  # same vectors, only the threads differ
     assert np.allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
     assert float(queries[0] @ queries[1]) < 0.9
+
+
+def test_warm_up_loads_the_model_on_a_background_thread(settings):
+    from lessons.embedding import warm_up_in_background
+
+    # A configuration of its own, so the backend is a new, unloaded instance.
+    settings.EMBEDDING_BACKEND = {**settings.EMBEDDING_BACKEND, "BATCH_SIZE": 17}
+    backend = get_embedding_backend()
+    assert backend._model is None
+    thread = warm_up_in_background()
+    thread.join(timeout=120)
+    assert not thread.is_alive() and thread.daemon
+    assert backend._model is not None and backend.available
+
+
+def test_no_warm_up_when_embeddings_are_off(settings):
+    from lessons.embedding import warm_up_in_background
+
+    settings.EMBEDDINGS_ENABLED = False
+    assert warm_up_in_background() is None

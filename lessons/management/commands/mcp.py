@@ -2,8 +2,10 @@ import os
 from functools import partial
 
 import anyio
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from lessons.embedding import warm_up_in_background
 from lessons.mcp_server import serve_stdio
 from lessons.models import Team
 from lessons.services.api_keys import api_key_authenticate
@@ -36,4 +38,6 @@ class Command(BaseCommand):
             if key is None:
                 raise CommandError("--api-key: unknown or revoked key")
             team_row = key.team
+        if settings.EMBEDDING_WARM_UP:  # the agent's first search should not wait for the model
+            warm_up_in_background()
         anyio.run(partial(serve_stdio, team=team_row))
