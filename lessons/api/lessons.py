@@ -6,7 +6,9 @@ from ninja.pagination import paginate
 from lessons.api import operations
 from lessons.api.pagination import Pages
 from lessons.api.schemas import (
-    ErrorOut,
+    AUTHENTICATED,
+    INVALID,
+    NOT_FOUND,
     LessonFilters,
     LessonIn,
     LessonOut,
@@ -24,62 +26,61 @@ from lessons.services import lessons as lesson_services
 router = Router(tags=["lessons"])
 
 LessonId = Path(..., ge=1, le=MAX_ID, description="The lesson's id.")
-NOT_FOUND = {404: ErrorOut}
 
 
-@router.get("/lessons", response=list[LessonOut])
+@router.get("/lessons", response={200: list[LessonOut], **INVALID, **AUTHENTICATED})
 @paginate(Pages)
 def list_lessons(request, filters: Query[LessonFilters]):
     return lesson_list(team=request.auth.team, filters=filters)
 
 
-@router.post("/lessons", response={201: LessonOut, 422: ErrorOut})
+@router.post("/lessons", response={201: LessonOut, **INVALID, **AUTHENTICATED})
 def create_lesson(request, payload: LessonIn):
     return 201, operations.store_lesson(team=request.auth.team, payload=payload)
 
 
-@router.post("/lessons/propose", response={201: LessonOut, 422: ErrorOut})
+@router.post("/lessons/propose", response={201: LessonOut, **INVALID, **AUTHENTICATED})
 def propose_lesson(request, payload: LessonProposeIn):
     return 201, operations.propose_lesson(team=request.auth.team, payload=payload)
 
 
-@router.get("/lessons/relevant", response=SearchOut)
+@router.get("/lessons/relevant", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 def relevant_lessons(request, params: Query[RelevantLessonsQuery]):
     return operations.relevant_lessons(team=request.auth.team, payload=params)
 
 
-@router.get("/lessons/patterns", response=SearchOut)
+@router.get("/lessons/patterns", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 def lesson_patterns(request, params: Query[PatternsQuery]):
     return operations.lesson_patterns(team=request.auth.team, payload=params)
 
 
-@router.post("/lessons/session", response=SearchOut)
+@router.post("/lessons/session", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 def session_lessons(request, payload: SessionIn):
     return operations.session_lessons(team=request.auth.team, payload=payload)
 
 
-@router.get("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND})
+@router.get("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 def get_lesson(request, lesson_id: int = LessonId):
     return lesson_get(team=request.auth.team, lesson_id=lesson_id)
 
 
-@router.patch("/lessons/{lesson_id}", response={200: LessonOut, 422: ErrorOut, **NOT_FOUND})
+@router.patch("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 def update_lesson(request, payload: LessonPatch, lesson_id: int = LessonId):
     lesson = lesson_get(team=request.auth.team, lesson_id=lesson_id)
     return lesson_services.lesson_update(lesson=lesson, **payload.model_dump(exclude_unset=True))
 
 
-@router.delete("/lessons/{lesson_id}", response={204: None, **NOT_FOUND})
+@router.delete("/lessons/{lesson_id}", response={204: None, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 def delete_lesson(request, lesson_id: int = LessonId):
     lesson_services.lesson_delete(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))
     return 204, None
 
 
-@router.post("/lessons/{lesson_id}/accept", response={200: LessonOut, **NOT_FOUND})
+@router.post("/lessons/{lesson_id}/accept", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 def accept_lesson(request, lesson_id: int = LessonId):
     return lesson_services.lesson_accept(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))
 
 
-@router.post("/lessons/{lesson_id}/reject", response={200: LessonOut, **NOT_FOUND})
+@router.post("/lessons/{lesson_id}/reject", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 def reject_lesson(request, lesson_id: int = LessonId):
     return lesson_services.lesson_reject(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))

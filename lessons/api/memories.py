@@ -7,9 +7,11 @@ from ninja.pagination import paginate
 from lessons.api import operations
 from lessons.api.pagination import Pages
 from lessons.api.schemas import (
+    AUTHENTICATED,
+    INVALID,
+    NOT_FOUND,
     ByEmotionQuery,
     ByPersonQuery,
-    ErrorOut,
     EventsQuery,
     MAX_ID,
     MemoryFilters,
@@ -27,67 +29,66 @@ from lessons.services import memories as memory_services
 router = Router(tags=["memories"])
 
 MemoryId = Path(..., ge=1, le=MAX_ID, description="The memory's id (its current version).")
-NOT_FOUND = {404: ErrorOut}
 
 
-@router.get("/memories", response=list[MemoryOut])
+@router.get("/memories", response={200: list[MemoryOut], **INVALID, **AUTHENTICATED})
 @paginate(Pages)
 def list_memories(request, filters: Query[MemoryFilters]):
     return memory_list(team=request.auth.team, filters=filters)
 
 
-@router.post("/memories", response={201: MemoryOut, 422: ErrorOut})
+@router.post("/memories", response={201: MemoryOut, **INVALID, **AUTHENTICATED})
 def create_memory(request, payload: MemoryIn):
     return 201, operations.store_memory(team=request.auth.team, payload=payload)
 
 
-@router.get("/memories/friends", response=SearchOut)
+@router.get("/memories/friends", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 def friends(request, params: Query[MemoryLimitQuery]):
     return operations.friends(team=request.auth.team, payload=params)
 
 
-@router.get("/memories/interests", response=SearchOut)
+@router.get("/memories/interests", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 def interests(request, params: Query[MemoryLimitQuery]):
     return operations.interests(team=request.auth.team, payload=params)
 
 
-@router.get("/memories/events", response=SearchOut)
+@router.get("/memories/events", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 def events(request, params: Query[EventsQuery]):
     return operations.events(team=request.auth.team, payload=params)
 
 
-@router.get("/memories/by-person", response=SearchOut)
+@router.get("/memories/by-person", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 def by_person(request, params: Query[ByPersonQuery]):
     return operations.by_person(team=request.auth.team, payload=params)
 
 
-@router.get("/memories/by-emotion", response=SearchOut)
+@router.get("/memories/by-emotion", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 def by_emotion(request, params: Query[ByEmotionQuery]):
     return operations.by_emotion(team=request.auth.team, payload=params)
 
 
-@router.post("/memories/search-versions", response=SearchOut)
+@router.post("/memories/search-versions", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 def search_versions(request, payload: SearchVersionsIn):
     return operations.search_versions(team=request.auth.team, payload=payload)
 
 
-@router.get("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND})
+@router.get("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 def get_memory(request, memory_id: int = MemoryId):
     return memory_get(team=request.auth.team, memory_id=memory_id)
 
 
-@router.patch("/memories/{memory_id}", response={200: MemoryOut, 422: ErrorOut, **NOT_FOUND})
+@router.patch("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 def update_memory(request, payload: MemoryPatch, memory_id: int = MemoryId):
     memory = memory_get(team=request.auth.team, memory_id=memory_id)
     return memory_services.memory_update(memory=memory, **payload.model_dump(exclude_unset=True))
 
 
-@router.delete("/memories/{memory_id}", response={204: None, **NOT_FOUND})
+@router.delete("/memories/{memory_id}", response={204: None, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 def delete_memory(request, memory_id: int = MemoryId):
     memory_services.memory_delete(memory=memory_get(team=request.auth.team, memory_id=memory_id))
     return 204, None
 
 
-@router.get("/memories/{memory_id}/versions", response={200: list[MemoryVersionOut], **NOT_FOUND})
+@router.get("/memories/{memory_id}/versions", response={200: list[MemoryVersionOut], **NOT_FOUND, **INVALID, **AUTHENTICATED})
 def versions(request, memory_id: int = MemoryId):
     return memory_versions(memory=memory_get(team=request.auth.team, memory_id=memory_id))

@@ -79,6 +79,14 @@ class ErrorOut(Schema):
 # --- lessons -------------------------------------------------------------------------------
 
 
+# What any operation behind a key may answer besides its own responses: 401 (the key is missing,
+# unknown or revoked; or staff named no usable team), 503 (the database is unreachable), and 422
+# (a parameter or body that does not validate, named in `errors`).
+AUTHENTICATED = {401: ErrorOut, 503: ErrorOut}
+INVALID = {422: ErrorOut}
+NOT_FOUND = {404: ErrorOut}
+
+
 class LessonOut(ModelSchema):
     project_types: list[str]
     tech_stacks: list[str]

@@ -36,6 +36,31 @@ def test_openapi_document_lists_every_endpoint(anonymous):
         assert methods <= set(paths[path]), path
 
 
+def test_every_operation_behind_a_key_declares_its_error_answers(anonymous):
+    document = anonymous.get("/openapi.json").json()
+    open_paths = {"/api/v1/health", "/api/v1/tools"}
+    checked = 0
+    for path, operations in document["paths"].items():
+        if path in open_paths:
+            continue
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            for status in ("401", "422", "503"):
+                assert status in responses, f"{method.upper()} {path} does not declare {status}"
+                schema = responses[status]["content"]["application/json"]["schema"]
+                assert schema["$ref"].endswith("/ErrorOut"), (method, path, status)
+            if "{" in path:
+                assert "404" in responses, f"{method.upper()} {path} does not declare 404"
+            checked += 1
+    assert checked >= 24  # search, 11 lesson and 12 memory operations
+
+
+def test_the_declared_401_is_what_an_unknown_key_gets(anonymous):
+    response = JsonClient("msk_00000000_not-a-real-key").get("/lessons")
+    assert response.status_code == 401
+    assert set(response.json()) == {"detail", "errors"}
+
+
 def test_no_schema_exposes_an_embedding(anonymous):
     schemas = anonymous.get("/openapi.json").json()["components"]["schemas"]
     for name, schema in schemas.items():
