@@ -309,9 +309,13 @@ class SearchHitOut(Schema):
     kind: str
     fields: dict = {}
     score: float = 0.0
-    relevance: str = ""
+    relevance: str = Field(
+        "",
+        description="high | medium | low: the score's label, capped by the hit's own similarity to the "
+        "query (high needs a cosine >= 0.25, medium >= 0.12) unless it carries every query term exactly.",
+    )
     found_by: list[str] = []
-    collapsed_ids: list[int] = Field([], description="Earlier versions folded into this memory.")
+    collapsed_ids: list[int] = Field([], description="Ids of the same-title lessons folded into this hit.")
     explanation: dict | None = Field(None, description="With explain: how the score was made.")
 
 

@@ -29,7 +29,9 @@ with every filter inside its SQL, N = max(3 x limit, 50). Then:
 2. lessons with the same title collapse into one (confidence = max, frequency = sum);
 3. ranking: for a short query (<= 3 terms) rows carrying every query term exactly (a tag, tech
    stack, category or title word: `nextjs`, `RLS`) come first, then by score;
-4. relevance: score >= 0.6 "high", >= 0.4 "medium", else "low" (settings.SEARCH_RELEVANCE_THRESHOLDS).
+4. relevance: score >= 0.6 "high", >= 0.4 "medium", else "low", capped by the hit's own cosine
+   when the model ranked it: "high" needs >= 0.25, "medium" >= 0.12 (exact-term hits are not
+   capped; settings.SEARCH_RELEVANCE_THRESHOLDS).
 
 Budget: one batched encode (primary and contextual query together) and two SQL statements. The
 encode runs on a worker thread while statement 1 (BM25 and exact-term legs: ids and scores) runs,
@@ -540,11 +542,21 @@ def _hit(*, request: SearchRequest, candidate: scoring.Candidate, scoring_plan: 
         kind=HIT_KIND[request.kind],
         fields=candidate.row,
         score=round(candidate.score, 4),
-        relevance=scoring.relevance_label(candidate.weighted, thresholds),
+        relevance=scoring.relevance_label(
+            candidate.weighted, thresholds,
+            similarity=_own_similarity(candidate) if scoring_plan.has_semantic else None, exact=candidate.exact,
+        ),
         found_by=sorted(candidate.found_by, key=("primary", "contextual").index),
         explanation=explanation,
         collapsed_ids=candidate.member_ids if len(candidate.member_ids) > 1 else [],
     )
+
+
+def _own_similarity(candidate: scoring.Candidate) -> float | None:
+    """The hit's best cosine, None for a row not embedded yet (nothing to cap its label with)."""
+    if candidate.sim_primary is None and candidate.sim_contextual is None:
+        return None
+    return candidate.best_similarity
 
 
 def recent_rows(*, kind: str, filter_sql: str, filter_params: list, limit: int, order: str = "recent") -> list[dict]:

@@ -308,9 +308,23 @@ def rank(candidates: list[Candidate], *, exact_tier: bool) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (exact_tier and c.exact, c.score, c.weighted, -c.id), reverse=True)
 
 
-def relevance_label(score: float, thresholds: dict[str, float]) -> str:
-    if score >= thresholds["high"]:
-        return "high"
-    if score >= thresholds["medium"]:
-        return "medium"
-    return "low"
+LABELS = ("low", "medium", "high")
+
+
+def relevance_label(
+    score: float, thresholds: dict[str, float], *, similarity: float | None = None, exact: bool = False
+) -> str:
+    """The weighted score's label, capped by the hit's own cosine similarity when the model ranked
+    it: the score's parts are relative to this search's best candidate, so without the cap the best
+    of unrelated rows read "high" (a guitar question got a database-index lesson labelled "high").
+    An exact-term match (a tag, tech stack or title word the query names) is not capped."""
+    label = "high" if score >= thresholds["high"] else "medium" if score >= thresholds["medium"] else "low"
+    if similarity is None or exact:
+        return label
+    if similarity >= thresholds.get("high_similarity", 0.0):
+        cap = "high"
+    elif similarity >= thresholds.get("medium_similarity", 0.0):
+        cap = "medium"
+    else:
+        cap = "low"
+    return LABELS[min(LABELS.index(label), LABELS.index(cap))]

@@ -161,6 +161,32 @@ def test_hybrid_beats_text_only_on_a_judged_set(demo_team):
     assert means["hybrid"] >= means["semantic"]
 
 
+def test_an_off_topic_question_gets_no_confident_labels(demo_team):
+    """The parts are relative to the best candidate: without the similarity cap the best of these
+    unrelated lessons (one shares the word "tune") read "high"."""
+    response = run(demo_team, "how do I tune my guitar", limit=10, explain=True)
+    assert response.results and response.fallback is None
+    assert all(hit.relevance == "low" for hit in response.results)
+    assert response.results[0].score > 0.6  # the weighted score alone would have said "high"
+    on_topic = run(demo_team, "database security", limit=3)
+    assert on_topic.results[0].relevance == "high"
+
+
+def test_an_exact_tag_match_keeps_its_label_whatever_its_similarity(demo_team):
+    response = run(demo_team, "nextjs", limit=5, explain=True)
+    top = response.results[0]
+    assert top.explanation["exact_term"]
+    assert top.relevance == scoring_label_of(top)
+
+
+def scoring_label_of(hit):
+    from django.conf import settings
+
+    from lessons.search.scoring import relevance_label
+
+    return relevance_label(hit.explanation["weighted_score"], settings.SEARCH_RELEVANCE_THRESHOLDS)
+
+
 # --- context (seed 001) -------------------------------------------------------------------------
 
 

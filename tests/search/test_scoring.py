@@ -152,6 +152,17 @@ def test_relevance_labels():
     assert [scoring.relevance_label(s, thresholds) for s in (0.61, 0.6, 0.45, 0.39)] == ["high", "high", "medium", "low"]
 
 
+def test_relevance_labels_are_capped_by_the_hits_own_similarity():
+    thresholds = {"high": 0.6, "medium": 0.4, "high_similarity": 0.3, "medium_similarity": 0.15}
+    label = scoring.relevance_label
+    assert label(0.9, thresholds, similarity=0.45) == "high"
+    assert label(0.9, thresholds, similarity=0.2) == "medium"  # the best of weak candidates
+    assert label(0.9, thresholds, similarity=0.05) == "low"
+    assert label(0.45, thresholds, similarity=0.9) == "medium"  # the cap never raises a label
+    assert label(0.9, thresholds, similarity=0.05, exact=True) == "high"  # an exact tag match stands
+    assert label(0.9, thresholds, similarity=None) == "high"  # text mode: nothing to cap with
+
+
 def test_query_term_forms_keep_the_stored_spellings():
     forms = scoring.query_term_forms("Next.js, supabase-auth and RLS?", frozenset({"and"}))
     assert forms == {"nextjs": ["next.js", "nextjs"], "supabaseauth": ["supabase-auth", "supabaseauth"], "rls": ["rls"]}
