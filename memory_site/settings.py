@@ -171,9 +171,17 @@ SEARCH_SIMILARITY_FLOOR = env.float("SEARCH_SIMILARITY_FLOOR", default=0.3)
 SEARCH_CONTEXT_WEIGHTS = {"primary": 0.6, "contextual": 0.4}
 # Labels shown instead of raw similarities (seed 000): score >= high -> "high", >= medium -> "medium";
 # when the model ranked the hit, "high" also needs a cosine >= high_similarity and "medium" one
-# >= medium_similarity (exact-term hits excepted). Calibrated on the demo judged set plus 12
-# off-topic queries (README, Search): off-topic hits went from 11 high / 24 medium of 117 to 1 / 4.
-SEARCH_RELEVANCE_THRESHOLDS = {"high": 0.6, "medium": 0.4, "high_similarity": 0.25, "medium_similarity": 0.12}
+# >= medium_similarity (exact-term hits excepted); without a model (text mode, degraded) the cap is
+# the share of the query's terms the hit carries: all of them for "high", half for "medium".
+# Calibrated on the demo judged set plus 12 off-topic queries (README, Search).
+SEARCH_RELEVANCE_THRESHOLDS = {
+    "high": 0.6,
+    "medium": 0.4,
+    "high_similarity": 0.25,
+    "medium_similarity": 0.12,
+    "high_coverage": 1.0,
+    "medium_coverage": 0.5,
+}
 # pgvector 0.8 iterative index scans, so that a selective filter still fills the page.
 SEARCH_HNSW_EF_SEARCH = env.int("SEARCH_HNSW_EF_SEARCH", default=100)
 SEARCH_HNSW_MAX_SCAN_TUPLES = env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", default=20_000)

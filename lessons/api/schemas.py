@@ -312,7 +312,9 @@ class SearchHitOut(Schema):
     relevance: str = Field(
         "",
         description="high | medium | low: the score's label, capped by the hit's own similarity to the "
-        "query (high needs a cosine >= 0.25, medium >= 0.12) unless it carries every query term exactly.",
+        "query (high needs a cosine >= 0.25, medium >= 0.12) or, without the model, by the share of the "
+        "query's terms it carries (all for high, half for medium); not capped when it carries every "
+        "query term exactly (a tag, tech stack or title word).",
     )
     found_by: list[str] = []
     collapsed_ids: list[int] = Field([], description="Ids of the same-title lessons folded into this hit.")

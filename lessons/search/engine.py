@@ -30,8 +30,9 @@ with every filter inside its SQL, N = max(3 x limit, 50). Then:
 3. ranking: for a short query (<= 3 terms) rows carrying every query term exactly (a tag, tech
    stack, category or title word: `nextjs`, `RLS`) come first, then by score;
 4. relevance: score >= 0.6 "high", >= 0.4 "medium", else "low", capped by the hit's own cosine
-   when the model ranked it: "high" needs >= 0.25, "medium" >= 0.12 (exact-term hits are not
-   capped; settings.SEARCH_RELEVANCE_THRESHOLDS).
+   when the model ranked it: "high" needs >= 0.25, "medium" >= 0.12; without a model, by the
+   share of the query's terms it carries: all for "high", half for "medium" (exact-term hits are
+   not capped; settings.SEARCH_RELEVANCE_THRESHOLDS).
 
 Budget: one batched encode (primary and contextual query together) and two SQL statements. The
 encode runs on a worker thread while statement 1 (BM25 and exact-term legs: ids and scores) runs,
@@ -362,7 +363,7 @@ def _run_keyword_legs(*, request, plan: _Plan, exact_terms: list[str], term_form
     params = [value for _, _, cte_params in ctes for value in cte_params]
     columns = []
     if "kw_p" in names:
-        columns.append("kw_p.score AS bm25_p, kw_p.matched_terms AS terms_p")
+        columns.append("kw_p.score AS bm25_p, kw_p.matched_terms AS terms_p, kw_p.coverage AS coverage_p")
     columns.extend(f"({name}.id IS NOT NULL) AS in_{name}" for name in names)
     union = " UNION ".join(f"SELECT id FROM {name}" for name in names)
     joins = "".join(f" LEFT JOIN {name} ON {name}.id = c.id" for name in names)
@@ -434,7 +435,7 @@ def _run_semantic_legs(*, request, plan: _Plan, vectors: list[str], keyword_rows
     keyword_signals = {row["id"]: row for row in keyword_rows}
     for row in rows:
         signals = keyword_signals.get(row["id"], {})
-        for name in ("bm25_p", "terms_p", "in_kw_p", "in_ex"):
+        for name in ("bm25_p", "terms_p", "coverage_p", "in_kw_p", "in_ex"):
             row[name] = signals.get(name)
     return rows, counts, union_size
 
@@ -502,6 +503,7 @@ def _candidate(*, kind: str, row: dict, exact_terms: list[str]) -> scoring.Candi
         sim_contextual=_float_or_none(row.get("sim_c")),
         bm25_primary=float(row.get("bm25_p") or 0.0),
         matched_terms=row.get("terms_p") or [],
+        keyword_coverage=_float_or_none(row.get("coverage_p")),
         legs={leg for leg, _ in found},
         found_by={query for _, query in found},
         exact=exact,
@@ -544,7 +546,9 @@ def _hit(*, request: SearchRequest, candidate: scoring.Candidate, scoring_plan: 
         score=round(candidate.score, 4),
         relevance=scoring.relevance_label(
             candidate.weighted, thresholds,
-            similarity=_own_similarity(candidate) if scoring_plan.has_semantic else None, exact=candidate.exact,
+            similarity=_own_similarity(candidate) if scoring_plan.has_semantic else None,
+            coverage=None if scoring_plan.has_semantic else candidate.keyword_coverage,
+            exact=candidate.exact,
         ),
         found_by=sorted(candidate.found_by, key=("primary", "contextual").index),
         explanation=explanation,

@@ -30,6 +30,7 @@ class KeywordCandidate:
     id: int
     score: float  # raw BM25, >= 0, not normalised
     matched_terms: list[str]
+    coverage: float | None = None  # share of the query's English terms the row carries
 
 
 def bm25_parameters() -> tuple[float, float, dict[str, float]]:
@@ -53,10 +54,10 @@ def keyword_leg_sql(
     stats_len = " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD")
     sql = f"""
         WITH english AS (
-            SELECT lexeme, coalesce(array_length(positions, 1), 1) AS qtf
+            SELECT lexeme, coalesce(array_length(positions, 1), 1) AS qtf, true AS english
               FROM unnest(to_tsvector('english', %s))
         ), exact AS (
-            SELECT s.lexeme, coalesce(array_length(s.positions, 1), 1) AS qtf
+            SELECT s.lexeme, coalesce(array_length(s.positions, 1), 1) AS qtf, false AS english
               FROM unnest(to_tsvector('simple', %s)) AS s
              WHERE NOT EXISTS (SELECT 1 FROM english e WHERE e.lexeme = s.lexeme)
                AND numnode(plainto_tsquery('english', s.lexeme)) > 0
@@ -67,7 +68,7 @@ def keyword_leg_sql(
               FROM lessons_keyword_stats WHERE kind = %s AND team_id = %s
         ), weighted_terms AS MATERIALIZED (
             -- idf from each term's posting count, read off the index (no postings materialised)
-            SELECT terms.lexeme, terms.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) AS weight
+            SELECT terms.lexeme, terms.english, terms.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) AS weight
               FROM terms CROSS JOIN stats
              CROSS JOIN LATERAL (
                    SELECT count(*)::float8 AS df FROM lessons_keyword_posting AS p
@@ -75,7 +76,7 @@ def keyword_leg_sql(
              ) AS df
              WHERE df.df > 0
         ), postings AS (
-            SELECT p.row_id, p.lexeme, w.weight, ({weighted_tf}) AS tf, ({weighted_len}) AS len
+            SELECT p.row_id, p.lexeme, w.english, w.weight, ({weighted_tf}) AS tf, ({weighted_len}) AS len
               FROM weighted_terms AS w JOIN lessons_keyword_posting AS p
                 ON p.kind = %s AND p.team_id = %s AND p.lexeme = w.lexeme
         ), scored AS (
@@ -83,7 +84,8 @@ def keyword_leg_sql(
             -- 16-term query); the engine sorts the few it shows.
             SELECT p.row_id,
                    sum(p.weight * p.tf * {k1 + 1!r} / (p.tf + {k1!r} * (1 - {b!r} + {b!r} * p.len / stats.avglen))) AS score,
-                   array_agg(p.lexeme) AS matched_terms
+                   array_agg(p.lexeme) AS matched_terms,
+                   count(*) FILTER (WHERE p.english) AS english_matched
               FROM postings AS p CROSS JOIN stats
              WHERE p.tf > 0
              GROUP BY p.row_id
@@ -92,7 +94,10 @@ def keyword_leg_sql(
         )
         -- Walk the ranking best first and stop at `limit` rows that pass the filter, instead of
         -- joining every matching row to its table before sorting.
-        SELECT ranked.row_id AS id, ranked.score, ranked.matched_terms
+        -- coverage: the share of the query's English terms the row carries, an absolute signal
+        -- (the score is only comparable within one search) for labelling hits without a model.
+        SELECT ranked.row_id AS id, ranked.score, ranked.matched_terms,
+               ranked.english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage
           FROM ranked
          WHERE EXISTS (SELECT 1 FROM {table} AS t WHERE t.id = ranked.row_id AND ({filter_sql}))
          ORDER BY ranked.score DESC, ranked.row_id
@@ -113,4 +118,7 @@ def keyword_candidates(
         return []
     with connection.cursor() as cursor:
         cursor.execute(*statement)
-        return [KeywordCandidate(id=row[0], score=float(row[1]), matched_terms=sorted(row[2])) for row in cursor.fetchall()]
+        return [
+            KeywordCandidate(id=row[0], score=float(row[1]), matched_terms=sorted(row[2]), coverage=row[3])
+            for row in cursor.fetchall()
+        ]

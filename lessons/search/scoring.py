@@ -75,6 +75,7 @@ class Candidate:
     sim_contextual: float | None = None
     bm25_primary: float = 0.0
     matched_terms: list[str] = field(default_factory=list)
+    keyword_coverage: float | None = None  # share of the query's English terms the row carries
     legs: set[str] = field(default_factory=set)  # "semantic", "keyword", "exact"
     found_by: set[str] = field(default_factory=set)  # "primary", "contextual"
     exact: bool = False
@@ -152,6 +153,7 @@ def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], i
             sim_contextual=_max_or_none(m.sim_contextual for m in members),
             bm25_primary=max(m.bm25_primary for m in members),
             matched_terms=sorted({t for m in members for t in m.matched_terms}),
+            keyword_coverage=_max_or_none(m.keyword_coverage for m in members),
             legs=set().union(*(m.legs for m in members)),
             found_by=set().union(*(m.found_by for m in members)),
             exact=any(m.exact for m in members),
@@ -312,19 +314,26 @@ LABELS = ("low", "medium", "high")
 
 
 def relevance_label(
-    score: float, thresholds: dict[str, float], *, similarity: float | None = None, exact: bool = False
+    score: float,
+    thresholds: dict[str, float],
+    *,
+    similarity: float | None = None,
+    coverage: float | None = None,
+    exact: bool = False,
 ) -> str:
-    """The weighted score's label, capped by the hit's own cosine similarity when the model ranked
-    it: the score's parts are relative to this search's best candidate, so without the cap the best
-    of unrelated rows read "high" (a guitar question got a database-index lesson labelled "high").
-    An exact-term match (a tag, tech stack or title word the query names) is not capped."""
+    """The weighted score's label, capped by an absolute signal of the hit's own: its cosine
+    similarity when the model ranked it, else (text mode, no model) the share of the query's terms
+    it carries. The score's parts are relative to this search's best candidate, so without a cap
+    the best of unrelated rows read "high" (a guitar question got a database-index lesson labelled
+    "high"). An exact-term match (a tag, tech stack or title word the query names) is not capped."""
     label = "high" if score >= thresholds["high"] else "medium" if score >= thresholds["medium"] else "low"
-    if similarity is None or exact:
+    if exact:
         return label
-    if similarity >= thresholds.get("high_similarity", 0.0):
-        cap = "high"
-    elif similarity >= thresholds.get("medium_similarity", 0.0):
-        cap = "medium"
+    if similarity is not None:
+        signal, high, medium = similarity, thresholds.get("high_similarity", 0.0), thresholds.get("medium_similarity", 0.0)
+    elif coverage is not None:
+        signal, high, medium = coverage, thresholds.get("high_coverage", 0.0), thresholds.get("medium_coverage", 0.0)
     else:
-        cap = "low"
+        return label
+    cap = "high" if signal >= high else "medium" if signal >= medium else "low"
     return LABELS[min(LABELS.index(label), LABELS.index(cap))]

@@ -172,6 +172,13 @@ def test_an_off_topic_question_gets_no_confident_labels(demo_team):
     assert on_topic.results[0].relevance == "high"
 
 
+def test_text_mode_labels_need_the_querys_words(demo_team):
+    response = run(demo_team, "how do I tune my guitar", mode="text", limit=10)
+    assert response.results and response.fallback is None
+    assert response.results[0].score > 0.6 and response.results[0].relevance == "medium"  # "tune", not "guitar"
+    assert all(hit.relevance != "high" for hit in response.results)
+
+
 def test_an_exact_tag_match_keeps_its_label_whatever_its_similarity(demo_team):
     response = run(demo_team, "nextjs", limit=5, explain=True)
     top = response.results[0]

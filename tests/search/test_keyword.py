@@ -147,3 +147,13 @@ def test_teams_keep_their_own_statistics_and_rows(team, other_team):
         bare_lesson(other_team, "kafka kafka")
     assert search(team, "kafka")[0].score == pytest.approx(before)  # df and N are per team
     assert [hit.id for hit in search(team, "kafka", limit=50)] == [mine.id]
+
+
+def test_coverage_is_the_share_of_the_querys_english_terms_a_row_carries(team):
+    both = bare_lesson(team, "Tune connection pools")
+    one = bare_lesson(team, "Tune the piano")
+    found = {c.id: c for c in search(team, "tune connection pools")}
+    assert found[both.id].coverage == pytest.approx(1.0)
+    assert found[one.id].coverage == pytest.approx(1 / 3)  # tune, of tune / connect / pool
+    # a query word no row carries still counts in the share
+    assert search(team, "tune guitar")[0].coverage == pytest.approx(0.5)

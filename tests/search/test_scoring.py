@@ -160,7 +160,16 @@ def test_relevance_labels_are_capped_by_the_hits_own_similarity():
     assert label(0.9, thresholds, similarity=0.05) == "low"
     assert label(0.45, thresholds, similarity=0.9) == "medium"  # the cap never raises a label
     assert label(0.9, thresholds, similarity=0.05, exact=True) == "high"  # an exact tag match stands
-    assert label(0.9, thresholds, similarity=None) == "high"  # text mode: nothing to cap with
+    assert label(0.9, thresholds, similarity=None) == "high"  # nothing to cap with
+
+
+def test_without_a_model_labels_are_capped_by_keyword_coverage():
+    thresholds = {"high": 0.6, "medium": 0.4, "high_coverage": 1.0, "medium_coverage": 0.5}
+    label = scoring.relevance_label
+    assert label(0.9, thresholds, coverage=1.0) == "high"  # every query term
+    assert label(0.9, thresholds, coverage=0.5) == "medium"
+    assert label(0.9, thresholds, coverage=0.25) == "low"
+    assert label(0.9, {**thresholds, "high_similarity": 0.25}, similarity=0.5, coverage=0.25) == "high"  # the model's word first
 
 
 def test_query_term_forms_keep_the_stored_spellings():
