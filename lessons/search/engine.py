@@ -106,8 +106,6 @@ def _field_columns(kind: str) -> list[str]:
     ]
 
 
-
-
 @dataclass(frozen=True)
 class _Plan:
     """What one search will run, decided before any SQL."""
@@ -200,9 +198,9 @@ def search(*, request: SearchRequest) -> SearchResponse:
         candidates_per_leg=max(3 * request.limit, MIN_CANDIDATES),
     )
 
-    # --- encode and query at once: the query encode runs on a worker thread (torch releases the
-    # GIL) while PostgreSQL, on the other core, runs the keyword legs: statement 1. Statement 2
-    # runs the semantic legs and fetches every candidate's fields and similarities. ------------
+    # --- encode and query at once: the query encode runs on a worker thread (ONNX Runtime and
+    # torch release the GIL) while PostgreSQL, on the other core, runs the keyword legs: statement
+    # 1. Statement 2 runs the semantic legs and fetches the kept candidates' fields. -------------
     term_forms = scoring.query_term_forms(plan.keyword_query, STOP_WORDS)
     terms = list(term_forms)
     exact_terms = terms if request.mode != "semantic" and 0 < len(terms) <= scoring.EXACT_TIER_MAX_TERMS else []
