@@ -203,7 +203,8 @@ def search(*, request: SearchRequest) -> SearchResponse:
     # 1. Statement 2 runs the semantic legs and fetches the kept candidates' fields. -------------
     term_forms = scoring.query_term_forms(plan.keyword_query, STOP_WORDS)
     terms = list(term_forms)
-    exact_terms = terms if request.mode != "semantic" and 0 < len(terms) <= scoring.EXACT_TIER_MAX_TERMS else []
+    query_exact_terms = terms if 0 < len(terms) <= scoring.EXACT_TIER_MAX_TERMS else []
+    exact_terms = query_exact_terms if request.mode != "semantic" else []
     encoding = _QUERY_ENCODER.submit(_timed_embed_queries, plan) if request.mode != "text" else None
     # Statement 1 carries the fields only when no statement 2 will (text mode, or no model).
     model_off = request.mode != "text" and get_embedding_backend().unavailable_reason is not None
@@ -236,7 +237,7 @@ def search(*, request: SearchRequest) -> SearchResponse:
         leg_counts = {**semantic_counts, **leg_counts}
     elif request.mode == "semantic":
         degraded_reason = f"{degraded_reason}; semantic mode answered by keywords and quality"
-        exact_terms = terms if 0 < len(terms) <= scoring.EXACT_TIER_MAX_TERMS else []
+        exact_terms = query_exact_terms
         rows, leg_counts = _run_keyword_legs(**keyword_legs, exact_terms=exact_terms, with_fields=True)
     elif request.mode == "hybrid" and not model_off:
         rows = _rows_with_fields(request=request, keyword_rows=keyword_rows)  # the encode failed
@@ -429,12 +430,7 @@ def _run_semantic_legs(*, request, plan: _Plan, vectors: list[str], keyword_rows
     rows = _fetch_dicts(statement, params)
     counts = {_LEG_NAMES[name]: rows[0][f"leg_{name}"] for name in names}
     union_size = rows[0]["union_size"]
-    rows = [row for row in rows if row["id"] is not None]
-    keyword_signals = {row["id"]: row for row in keyword_rows}
-    for row in rows:
-        signals = keyword_signals.get(row["id"], {})
-        for name in ("bm25_p", "terms_p", "coverage_p", "in_kw_p", "in_ex"):
-            row[name] = signals.get(name)
+    rows = _with_keyword_signals([row for row in rows if row["id"] is not None], keyword_rows)
     return rows, counts, union_size
 
 
@@ -447,8 +443,21 @@ def _rows_with_fields(*, request, keyword_rows: list[dict]) -> list[dict]:
         f"SELECT {columns} FROM {table_for(request.kind)} AS t WHERE t.id = ANY(%s::bigint[])",
         [[row["id"] for row in keyword_rows]],
     )
+    return _with_keyword_signals(rows, keyword_rows)
+
+
+KEYWORD_SIGNALS = ("bm25_p", "terms_p", "coverage_p", "in_kw_p", "in_ex")
+
+
+def _with_keyword_signals(rows: list[dict], keyword_rows: list[dict]) -> list[dict]:
+    """Statement 1's findings (BM25, matched terms, coverage, legs) onto rows fetched later; None
+    for a row the keyword legs did not find."""
     signals = {row["id"]: row for row in keyword_rows}
-    return [{**signals[row["id"]], **row} for row in rows]
+    for row in rows:
+        found = signals.get(row["id"], {})
+        for name in KEYWORD_SIGNALS:
+            row[name] = found.get(name)
+    return rows
 
 
 _LEG_NAMES = {"sem_p": "semantic", "sem_c": "contextual_semantic", "kw_p": "keyword", "ex": "exact"}
@@ -568,12 +577,9 @@ def recent_rows(*, kind: str, filter_sql: str, filter_params: list, limit: int, 
         "importance": "t.importance DESC, t.updated_at DESC, t.id DESC",
         "occurred": "coalesce(t.occurred_at, t.created_at) DESC, t.id DESC",
     }
-    columns = ", ".join(f"t.{column}" for column in FIELDS[kind])
+    columns = ", ".join(_field_columns(kind))
     sql = f"SELECT {columns} FROM {table_for(kind)} AS t WHERE {filter_sql} ORDER BY {orders[order]} LIMIT %s"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*filter_params, limit])
-        names = [column.name for column in cursor.description]
-        return [dict(zip(names, values)) for values in cursor.fetchall()]
+    return _fetch_dicts(sql, [*filter_params, limit])
 
 
 def _listed_hits(*, request: SearchRequest, rows: list[dict], label_by_quality: bool) -> list[SearchHit]:
