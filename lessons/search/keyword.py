@@ -66,15 +66,16 @@ def keyword_leg_sql(
         ), stats AS (
             SELECT doc_count::float8 AS n, greatest(({stats_len}) / nullif(doc_count, 0), 1e-9) AS avglen
               FROM lessons_keyword_stats WHERE kind = %s AND team_id = %s
-        ), weighted_terms AS MATERIALIZED (
+        ), term_weights AS MATERIALIZED (
             -- idf from each term's posting count, read off the index (no postings materialised)
-            SELECT terms.lexeme, terms.english, terms.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) AS weight
+            SELECT terms.lexeme, terms.english, df.df, terms.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) AS weight
               FROM terms CROSS JOIN stats
              CROSS JOIN LATERAL (
                    SELECT count(*)::float8 AS df FROM lessons_keyword_posting AS p
                     WHERE p.kind = %s AND p.team_id = %s AND p.lexeme = terms.lexeme
              ) AS df
-             WHERE df.df > 0
+        ), weighted_terms AS (
+            SELECT * FROM term_weights WHERE df > 0
         ), postings AS (
             SELECT p.row_id, p.lexeme, w.english, w.weight, ({weighted_tf}) AS tf, ({weighted_len}) AS len
               FROM weighted_terms AS w JOIN lessons_keyword_posting AS p
@@ -96,8 +97,12 @@ def keyword_leg_sql(
         -- joining every matching row to its table before sorting.
         -- coverage: the share of the query's English terms the row carries, an absolute signal
         -- (the score is only comparable within one search) for labelling hits without a model.
+        -- max_score: what a row matching every query term (each as often as the query says, tf -> oo)
+        -- would score, words no row has included: sum of qtf x idf x (k1 + 1). score / max_score is
+        -- absolute evidence: matching one of two terms cannot reach 1.
         SELECT ranked.row_id AS id, ranked.score, ranked.matched_terms,
-               ranked.english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage
+               ranked.english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage,
+               (SELECT sum(weight) * {k1 + 1!r} FROM term_weights) AS max_score
           FROM ranked
          WHERE EXISTS (SELECT 1 FROM {table} AS t WHERE t.id = ranked.row_id AND ({filter_sql}))
          ORDER BY ranked.score DESC, ranked.row_id

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from lessons.evaluation.beir import DatasetError, read_dataset
+from lessons.evaluation.graded import evaluate_graded, graded_set_load, graded_table, is_graded_set, read_graded_set
 from lessons.evaluation.loading import dataset_load, evaluation_teams_drop, scope_value
 from lessons.evaluation.runner import evaluate
 from lessons.search import FUSIONS, KINDS, MODES
@@ -48,7 +49,9 @@ class Command(BaseCommand):
     help = (
         "Measure retrieval quality on a dataset in the BEIR layout (corpus.jsonl, queries.jsonl, "
         "qrels/<split>.tsv): loads the corpus into its own team through the services, runs every judged "
-        "query through the API's search, and reports nDCG@10, recall@100, MRR@10 and latency per mode."
+        "query through the API's search, and reports nDCG@10, recall@100, MRR@10 and latency per mode. "
+        "A graded lesson set (lessons.jsonl + queries.json, as shared/bench/lessons-dev) reports nDCG@5, "
+        "need_in_top5, the exact, feature and never checks, and hybrid against text per query."
     )
 
     def add_arguments(self, parser):
@@ -73,6 +76,8 @@ class Command(BaseCommand):
             raise CommandError("--max-queries: expected a positive number")
         mode_list = _modes(modes)
         weight_map = _weights(weights)
+        if is_graded_set(Path(dataset_dir)):
+            return self._graded(Path(dataset_dir), modes=mode_list, json_path=json_path, drop=drop)
         try:
             dataset = read_dataset(Path(dataset_dir), split=split)
         except DatasetError as error:
@@ -128,6 +133,34 @@ class Command(BaseCommand):
             payload = {**evaluation.as_dict(), "kind": kind, "fusion": fusion}
             if weight_map:
                 payload["weights"] = weight_map
+            try:
+                Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+            except OSError as error:
+                raise CommandError(f"--json: cannot write {json_path}: {error.strerror}") from error
+            self.stdout.write(f"wrote {json_path}")
+
+    def _graded(self, directory: Path, *, modes: list[str], json_path: str | None, drop: bool) -> None:
+        try:
+            graded_set = read_graded_set(directory)
+        except DatasetError as error:
+            raise CommandError(str(error)) from error
+        if drop:
+            self.stdout.write(f"dropped {evaluation_teams_drop(dataset_name=graded_set.name)} team(s) of {graded_set.name}")
+        try:
+            team, summary = graded_set_load(graded_set=graded_set)
+        except DatasetError as error:
+            raise CommandError(str(error)) from error
+        self.stdout.write(f"{graded_set.name}: lessons into team {team.slug!r} ({summary})")
+        search_logger = logging.getLogger("lessons.search")
+        previous_level = search_logger.level
+        search_logger.setLevel(logging.WARNING)
+        try:
+            results = evaluate_graded(graded_set=graded_set, team=team, modes=modes)
+        finally:
+            search_logger.setLevel(previous_level)
+        self.stdout.write(graded_table(graded_set=graded_set, results=results))
+        if json_path:
+            payload = {"dataset": graded_set.name, "results": {mode: r.as_dict() for mode, r in results.items()}}
             try:
                 Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
             except OSError as error:
