@@ -1,36 +1,21 @@
-"""Scoring: each candidate's parts normalised to 0..1, fused into one score, labelled for people.
+"""Scoring: each candidate's parts as absolute evidence on 0..1, fused into one score, labelled.
 
 Pure functions over the candidates the SQL returned: no database, no model. The formula is
 written out at the top of `lessons/search/engine.py`.
 """
 
-import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 
-# Frequency reaches full marks in the quality part at this many sightings (log-scaled).
-FREQUENCY_SATURATION = 10
-# Memories: recency halves every this many days.
-RECENCY_HALF_LIFE_DAYS = 180
-# Exact-term tier only for short queries: a tag, a tech stack, a title word or two.
-EXACT_TIER_MAX_TERMS = 3
+from lessons.search.kinds import SearchKind, canonical
+
 TECH_MISMATCH_FACTOR = 0.5  # seed 000: the semantic part is halved
-
 PART_NAMES = ("semantic", "keyword", "quality")
 
 _SPLIT = re.compile(r"[\s,;/|]+")
-_PARTS = re.compile(r"[-_\s/]+")
 
-
-_NOT_TERM = re.compile(r"[^a-z0-9+#]")
-
-
-@lru_cache(maxsize=65_536)  # the same tags and title words come back in every search
-def canonical(term: str) -> str:
-    """'Next.js' -> 'nextjs', 'RLS' -> 'rls', 'C++' -> 'c++': how exact terms are compared."""
-    return _NOT_TERM.sub("", term.lower())
+__all__ = ["canonical"]
 
 
 def query_term_forms(query: str, stop_words: frozenset[str]) -> dict[str, list[str]]:
@@ -49,22 +34,6 @@ def query_terms(query: str, stop_words: frozenset[str]) -> list[str]:
     return list(query_term_forms(query, stop_words))
 
 
-def exact_terms_of(*, kind: str, row: dict) -> set[str]:
-    """The terms a row carries exactly: tags, tech stacks, category and title words (lessons);
-    categories, emotions and people's names (memories). Hyphenated terms count whole and in parts."""
-    if kind == "lessons":
-        values = [*row.get("tags", []), *row.get("tech_stacks", []), row.get("category", "")]
-        words = row.get("title", "").split()
-    else:
-        values = [*row.get("categories", []), *row.get("emotions", [])]
-        words = [word for name in row.get("people", []) for word in name.split()]
-    terms = {canonical(value) for value in values}
-    terms |= {canonical(part) for value in values for part in _PARTS.split(value)}
-    terms |= {canonical(word) for word in words}
-    terms.discard("")
-    return terms
-
-
 @dataclass
 class Candidate:
     """One row (or, after collapse, one group of same-title lessons) with what the legs found."""
@@ -73,7 +42,9 @@ class Candidate:
     row: dict
     sim_primary: float | None = None
     sim_contextual: float | None = None
+    sim_feedback: float | None = None  # to the query moved toward its nearest rows (feedback leg)
     bm25_primary: float = 0.0
+    bm25_max: float = 0.0  # the query's attainable BM25 (sum of qtf x idf x (k1 + 1))
     matched_terms: list[str] = field(default_factory=list)
     keyword_coverage: float | None = None  # share of the query's English terms the row carries
     legs: set[str] = field(default_factory=set)  # "semantic", "keyword", "exact"
@@ -91,21 +62,19 @@ class Candidate:
 
 @dataclass(frozen=True)
 class ScoringPlan:
-    """What a search scores with: active parts and their (renormalised) weights, and the caller."""
+    """What a search scores with: active parts and their (renormalised) weights, the calibration
+    of the absolute parts, and the caller."""
 
-    kind: str
+    kind: SearchKind
     weights: dict[str, float]  # over active parts, summing to 1
     has_semantic: bool
     has_keyword: bool
     has_context: bool
     context_weights: dict[str, float]
+    calibration: dict[str, float]
     tech_stack: tuple[str, ...] = ()
     project_type: str | None = None
     now: datetime | None = None
-
-    @property
-    def has_metadata(self) -> bool:
-        return self.kind == "lessons" and bool(self.tech_stack or self.project_type)
 
 
 def active_weights(weights: dict[str, float], *, semantic: bool, keyword: bool) -> dict[str, float]:
@@ -117,13 +86,6 @@ def active_weights(weights: dict[str, float], *, semantic: bool, keyword: bool) 
     if total <= 0:
         return {name: 1.0 / len(chosen) for name in chosen}
     return {name: value / total for name, value in chosen.items()}
-
-
-def drop_below_floor(candidates: list[Candidate], *, floor: float) -> list[Candidate]:
-    """Drop semantic-only candidates weaker than the floor; keyword and exact-term hits stay."""
-    if floor <= 0:  # a floor of 0 keeps everything, even rows pointing away from the query
-        return list(candidates)
-    return [c for c in candidates if c.legs - {"semantic"} or c.best_similarity >= floor]
 
 
 def title_key(title: str) -> str:
@@ -146,20 +108,21 @@ def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], i
         row = dict(lead.row)
         row["confidence"] = max(m.row.get("confidence", 0.0) for m in members)
         row["frequency"] = sum(m.row.get("frequency", 1) for m in members)
-        merged = Candidate(
+        collapsed.append(Candidate(
             id=lead.id,
             row=row,
             sim_primary=_max_or_none(m.sim_primary for m in members),
             sim_contextual=_max_or_none(m.sim_contextual for m in members),
+            sim_feedback=_max_or_none(m.sim_feedback for m in members),
             bm25_primary=max(m.bm25_primary for m in members),
+            bm25_max=max(m.bm25_max for m in members),
             matched_terms=sorted({t for m in members for t in m.matched_terms}),
             keyword_coverage=_max_or_none(m.keyword_coverage for m in members),
             legs=set().union(*(m.legs for m in members)),
             found_by=set().union(*(m.found_by for m in members)),
             exact=any(m.exact for m in members),
             member_ids=sorted(m.id for m in members),
-        )
-        collapsed.append(merged)
+        ))
     return collapsed, len(candidates) - len(collapsed)
 
 
@@ -172,24 +135,50 @@ def _clip(value: float) -> float:
     return 0.0 if value < 0 else 1.0 if value > 1 else float(value)
 
 
-def _ratio(value: float, best: float) -> float:
-    return value / best if best > 0 else 0.0
+def semantic_evidence(similarity: float | None, best: float, calibration: dict[str, float]) -> float:
+    """A cosine on a fixed scale: `semantic_low` (what unrelated texts score) -> 0 and
+    max(`semantic_high`, the search's best cosine) -> 1. A search whose best match is weak keeps
+    every part small (flat cosines are not stretched to 1); a strong one ranks by its own best."""
+    if similarity is None:
+        return 0.0
+    low = calibration["semantic_low"]
+    return _clip((similarity - low) / (max(best, calibration["semantic_high"]) - low))
 
 
-def quality_of(*, kind: str, row: dict, now: datetime | None) -> float:
-    """Lessons: 0.7 x confidence + 0.3 x log-scaled frequency. Memories: 0.7 x importance / 10 +
-    0.3 x recency (halving every RECENCY_HALF_LIFE_DAYS from occurred_at, else updated_at)."""
-    if kind == "lessons":
-        frequency = max(1, int(row.get("frequency", 1)))
-        frequency_part = min(1.0, math.log1p(frequency) / math.log1p(FREQUENCY_SATURATION))
-        return _clip(0.7 * float(row.get("confidence", 0.5)) + 0.3 * frequency_part)
-    importance = float(row.get("importance", 5)) / 10.0
-    moment = row.get("occurred_at") or row.get("updated_at")
-    recency = 0.0
-    if moment is not None and now is not None:
-        age_days = max(0.0, (now - moment).total_seconds() / 86400.0)
-        recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
-    return _clip(0.7 * importance + 0.3 * recency)
+def keyword_evidence(bm25: float, best: float, bm25_max: float, calibration: dict[str, float]) -> float:
+    """BM25 over max(the search's best BM25, `keyword_floor` x the query's attainable maximum):
+    when the best row matches only a sliver of the query (one common word), every keyword part
+    stays small; otherwise the best keyword match scores 1."""
+    if bm25 <= 0 or bm25_max <= 0:
+        return 0.0
+    return _clip(bm25 / max(best, calibration["keyword_floor"] * bm25_max))
+
+
+def absolute_semantic(similarity: float | None, calibration: dict[str, float]) -> float:
+    """The cosine alone on the fixed scale (labels: never relative to other hits)."""
+    if similarity is None:
+        return 0.0
+    low, high = calibration["semantic_low"], calibration["semantic_high"]
+    return _clip((similarity - low) / (high - low))
+
+
+def absolute_keyword(bm25: float, bm25_max: float, calibration: dict[str, float]) -> float:
+    """BM25 over the share of the attainable maximum that every query term matched about once in a
+    text of average length reaches (1 / (k1 + 1)): 1 then, less for fewer terms."""
+    if bm25 <= 0 or bm25_max <= 0:
+        return 0.0
+    return _clip(bm25 / (calibration["keyword_full"] * bm25_max))
+
+
+def query_length_weights(weights: dict[str, float], long_weights: dict[str, float] | None, *, terms: int,
+                         span: tuple[int, int]) -> dict[str, float]:
+    """Short queries lean on meaning, long ones on words: the weights move linearly from `weights`
+    (at span[0] content terms or fewer) to `long_weights` (at span[1] or more). None: fixed."""
+    if not long_weights:
+        return dict(weights)
+    short, long = span
+    t = 0.0 if terms <= short else 1.0 if terms >= long else (terms - short) / (long - short)
+    return {name: (1 - t) * weights.get(name, 0.0) + t * long_weights.get(name, 0.0) for name in PART_NAMES}
 
 
 def metadata_of(*, row: dict, tech_stack: tuple[str, ...], project_type: str | None) -> float | None:
@@ -213,44 +202,35 @@ def tech_mismatch(*, row: dict, tech_stack: tuple[str, ...]) -> bool:
     return not (lesson & {canonical(t) for t in tech_stack})
 
 
+def _semantic_similarity(c: Candidate) -> float | None:
+    """The feedback similarity when the search ran the feedback leg, else the query's own."""
+    return c.sim_primary if c.sim_feedback is None else c.sim_feedback
+
+
 def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
     """Fill each candidate's parts (0..1) and its weighted score."""
-    max_primary = max((c.bm25_primary for c in candidates), default=0.0)
-    best_primary = max((_clip(c.sim_primary or 0.0) for c in candidates), default=0.0)
-    best_contextual = max((_clip(c.sim_contextual or 0.0) for c in candidates), default=0.0)
-    cw = plan.context_weights
+    w, cw, calibration = plan.weights, plan.context_weights, plan.calibration
+    best_semantic = max((_semantic_similarity(c) or 0.0 for c in candidates), default=0.0)
+    best_contextual = max((c.sim_contextual or 0.0 for c in candidates), default=0.0)
+    best_keyword = max((c.bm25_primary for c in candidates), default=0.0)
     for c in candidates:
         semantic = 0.0
         if plan.has_semantic:
-            # Cosine over the best cosine among the candidates, like the keyword part. Measured
-            # at the default weights (nDCG@10, SciFact train / demo judged set): this 0.730 / 0.739,
-            # raw cosine 0.734 / 0.681, min-max 0.717 / 0.737.
-            primary = _ratio(_clip(c.sim_primary or 0.0), best_primary)
-            semantic = (
-                cw["primary"] * primary + cw["contextual"] * _ratio(_clip(c.sim_contextual), best_contextual)
-                if plan.has_context and c.sim_contextual is not None
-                else primary
-            )
-        keyword = 0.0
-        if plan.has_keyword:
-            keyword = _ratio(c.bm25_primary, max_primary)
-        metadata = metadata_of(row=c.row, tech_stack=plan.tech_stack, project_type=plan.project_type) if plan.kind == "lessons" else None
+            semantic = semantic_evidence(_semantic_similarity(c), best_semantic, calibration)
+            if plan.has_context and c.sim_contextual is not None:
+                semantic = cw["primary"] * semantic + cw["contextual"] * semantic_evidence(
+                    c.sim_contextual, best_contextual, calibration)
+        keyword = keyword_evidence(c.bm25_primary, best_keyword, c.bm25_max, calibration) if plan.has_keyword else 0.0
+        metadata = metadata_of(row=c.row, tech_stack=plan.tech_stack, project_type=plan.project_type)
         if metadata is None:
             keyword_part = keyword
         elif plan.has_keyword:
             keyword_part = 0.5 * keyword + 0.5 * metadata
         else:
             keyword_part = metadata
-        quality = quality_of(kind=plan.kind, row=c.row, now=plan.now)
-
-        w = plan.weights
-        penalty = 0.0
-        factor = 1.0
-        if plan.kind == "lessons" and tech_mismatch(row=c.row, tech_stack=plan.tech_stack):
-            factor = TECH_MISMATCH_FACTOR
+        quality = plan.kind.quality(c.row, plan.now)
+        factor = TECH_MISMATCH_FACTOR if tech_mismatch(row=c.row, tech_stack=plan.tech_stack) else 1.0
         semantic_used = semantic * factor
-        if factor != 1.0:
-            penalty = w.get("semantic", 0.0) * (semantic - semantic_used)
         # Unrounded: the explanation rounds the parts of the hits it shows.
         c.parts = {
             "semantic": semantic,
@@ -258,32 +238,26 @@ def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
             "matched_terms": c.matched_terms,
             "metadata": metadata,
             "quality": quality,
-            "penalty": penalty,
+            "penalty": w.get("semantic", 0.0) * (semantic - semantic_used),
+            "_keyword_part": keyword_part,
+            "_semantic_used": semantic_used,
         }
         c.weighted = _clip(
             w.get("semantic", 0.0) * semantic_used + w.get("keyword", 0.0) * keyword_part + w.get("quality", 0.0) * quality
         )
         c.score = c.weighted
-        c.parts["_keyword_part"] = keyword_part
-        c.parts["_semantic_used"] = semantic_used
-        # RRF ranks by the raw similarity (min-max would tie the weakest candidate with "none").
-        if plan.has_semantic and c.sim_primary is not None:
-            raw = _clip(c.sim_primary)
-            if plan.has_context and c.sim_contextual is not None:
-                raw = cw["primary"] * raw + cw["contextual"] * _clip(c.sim_contextual)
-            c.parts["_semantic_raw"] = raw * factor
 
 
 def rrf_scores(candidates: list[Candidate], plan: ScoringPlan, *, k: int) -> None:
     """Reciprocal rank fusion over the active parts' rankings: sum of weight / (k + rank), ties
     sharing a rank, divided by its largest possible value so the score stays 0..1."""
     lists = {
-        "semantic": lambda c: c.parts.get("_semantic_raw", -1.0),
+        "semantic": lambda c: c.parts["_semantic_used"] + (c.best_similarity if "semantic" in c.legs else -1.0) * 1e-6,
         "keyword": lambda c: c.parts["_keyword_part"],
         "quality": lambda c: c.parts["quality"],
     }
     present = {
-        "semantic": lambda c: "_semantic_raw" in c.parts,
+        "semantic": lambda c: c.sim_primary is not None,
         "keyword": lambda c: c.parts["_keyword_part"] > 0,
         "quality": lambda c: True,
     }
@@ -313,27 +287,29 @@ def rank(candidates: list[Candidate], *, exact_tier: bool) -> list[Candidate]:
 LABELS = ("low", "medium", "high")
 
 
-def relevance_label(
-    score: float,
-    thresholds: dict[str, float],
-    *,
-    similarity: float | None = None,
-    coverage: float | None = None,
-    exact: bool = False,
-) -> str:
-    """The weighted score's label, capped by an absolute signal of the hit's own: its cosine
-    similarity when the model ranked it, else (text mode, no model) the share of the query's terms
-    it carries. The score's parts are relative to this search's best candidate, so without a cap
-    the best of unrelated rows read "high" (a guitar question got a database-index lesson labelled
-    "high"). An exact-term match (a tag, tech stack or title word the query names) is not capped."""
-    label = "high" if score >= thresholds["high"] else "medium" if score >= thresholds["medium"] else "low"
-    if exact:
-        return label
-    if similarity is not None:
-        signal, high, medium = similarity, thresholds.get("high_similarity", 0.0), thresholds.get("medium_similarity", 0.0)
-    elif coverage is not None:
-        signal, high, medium = coverage, thresholds.get("high_coverage", 0.0), thresholds.get("medium_coverage", 0.0)
-    else:
-        return label
-    cap = "high" if signal >= high else "medium" if signal >= medium else "low"
-    return LABELS[min(LABELS.index(label), LABELS.index(cap))]
+def label_of_score(score: float, thresholds: dict[str, float]) -> str:
+    return "high" if score >= thresholds["high"] else "medium" if score >= thresholds["medium"] else "low"
+
+
+def relevance_label(candidate: Candidate, plan: ScoringPlan, thresholds: dict[str, float]) -> str:
+    """What a curator would call the hit, from its own absolute evidence, never relative to the
+    other hits: its cosine and its BM25 on their fixed scales (absolute_semantic, absolute_keyword),
+    weighted as the search weighs meaning and words. Quality does not count (it says how good a
+    lesson is, not whether it answers this query); a lesson of another tech stack keeps its halved
+    meaning. An exact-term hit (a tag, tech stack or title word the query names) is at least
+    "medium"."""
+    calibration = plan.calibration
+    factor = TECH_MISMATCH_FACTOR if tech_mismatch(row=candidate.row, tech_stack=plan.tech_stack) else 1.0
+    parts = {
+        "semantic": factor * max(absolute_semantic(candidate.sim_primary, calibration),
+                                 absolute_semantic(candidate.sim_contextual, calibration)),
+        "keyword": absolute_keyword(candidate.bm25_primary, candidate.bm25_max, calibration),
+    }
+    weights = {name: plan.weights.get(name, 0.0) for name in parts}
+    total = sum(weights.values())
+    if total <= 0:
+        return label_of_score(candidate.parts["quality"], thresholds)
+    label = label_of_score(sum(weights[name] * parts[name] for name in parts) / total, thresholds)
+    if candidate.exact and label == "low":
+        return "medium"
+    return label

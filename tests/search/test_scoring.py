@@ -6,54 +6,89 @@ import pytest
 from django.utils import timezone
 
 from lessons.search import scoring
+from lessons.search.kinds import LESSONS, MEMORIES
 from lessons.search.scoring import Candidate, ScoringPlan
+
+CALIBRATION = {"semantic_low": 0.1, "semantic_high": 0.5, "keyword_floor": 0.05, "keyword_full": 0.45}
 
 
 def plan(**overrides):
     values = dict(
-        kind="lessons",
+        kind=LESSONS,
         weights=scoring.active_weights({"semantic": 0.5, "keyword": 0.3, "quality": 0.2}, semantic=True, keyword=True),
         has_semantic=True,
         has_keyword=True,
         has_context=False,
         context_weights={"primary": 0.6, "contextual": 0.4},
+        calibration=CALIBRATION,
     )
     values.update(overrides)
     return ScoringPlan(**values)
 
 
-def lesson(id, *, title="T", sim=None, bm25=0.0, confidence=0.5, frequency=1, tech=(), legs=("semantic",), **row):
+def lesson(id, *, title="T", sim=None, bm25=0.0, bm25_max=10.0, confidence=0.5, frequency=1, tech=(),
+           legs=("semantic",), **row):
     return Candidate(
         id=id,
         row={"title": title, "confidence": confidence, "frequency": frequency, "tech_stacks": list(tech), "tags": [],
              "category": "workflow", "project_types": [], **row},
         sim_primary=sim,
         bm25_primary=bm25,
+        bm25_max=bm25_max,
         legs=set(legs),
         found_by={"primary"},
     )
 
 
-def test_parts_are_normalised_and_weighted():
-    a = lesson(1, sim=0.6, bm25=2.0, confidence=1.0, frequency=10)
-    b = lesson(2, sim=0.3, bm25=8.0, confidence=0.0, frequency=1)
-    c = lesson(3, sim=0.5, bm25=0.0, confidence=0.5, frequency=1)
-    scoring.score_parts([a, b, c], plan())
-    # Semantic: cosine over the best cosine; keyword: BM25 over the best BM25 (among the candidates).
-    assert (a.parts["semantic"], b.parts["semantic"]) == (1.0, 0.5)
-    assert c.parts["semantic"] == pytest.approx(0.5 / 0.6, abs=1e-4)
-    assert c.parts["keyword"] == 0.0
-    assert a.parts["keyword"] == 0.25 and b.parts["keyword"] == 1.0
+def test_strong_searches_rank_by_their_best_and_weak_ones_stay_small():
+    # Best cosine 0.7 (above semantic_high): the best scores 1, the others on the same line.
+    a, b = lesson(1, sim=0.7), lesson(2, sim=0.4)
+    scoring.score_parts([a, b], plan())
+    assert a.parts["semantic"] == 1.0
+    assert b.parts["semantic"] == pytest.approx((0.4 - 0.1) / (0.7 - 0.1))
+    # Flat, low cosines (best 0.3, under semantic_high): nothing is stretched to 1.
+    c, d = lesson(3, sim=0.3), lesson(4, sim=0.28)
+    scoring.score_parts([c, d], plan())
+    assert c.parts["semantic"] == pytest.approx(0.5) and d.parts["semantic"] == pytest.approx(0.45)
+    # Under semantic_low counts as nothing, negative cosines too.
+    e, f = lesson(5, sim=0.05), lesson(6, sim=-0.2)
+    scoring.score_parts([e, f], plan())
+    assert e.parts["semantic"] == 0.0 and f.parts["semantic"] == 0.0
+
+
+def test_keyword_part_is_bounded_by_the_querys_attainable_maximum():
+    # The best row reaches a good share of the maximum: it scores 1, the other relative to it.
+    a, b = lesson(1, bm25=4.0, legs=("keyword",)), lesson(2, bm25=1.0, legs=("keyword",))
+    scoring.score_parts([a, b], plan())
+    assert a.parts["keyword"] == 1.0 and b.parts["keyword"] == pytest.approx(0.25)
+    # The best row matches a sliver of a 100-point query: under keyword_floor x max, so absolute.
+    c = lesson(3, bm25=2.0, bm25_max=100.0, legs=("keyword",))
+    scoring.score_parts([c], plan())
+    assert c.parts["keyword"] == pytest.approx(2.0 / 5.0)
+    d = lesson(4, bm25=0.0)
+    scoring.score_parts([d], plan())
+    assert d.parts["keyword"] == 0.0
+
+
+def test_weighted_score_combines_the_parts():
+    a = lesson(1, sim=0.5, bm25=2.0, confidence=1.0, frequency=10)
+    scoring.score_parts([a], plan())
+    w = plan().weights
     assert a.parts["quality"] == pytest.approx(1.0)
+    assert a.weighted == pytest.approx(w["semantic"] * 1.0 + w["keyword"] * 1.0 + w["quality"] * 1.0)
+    b = lesson(2, sim=0.3, bm25=8.0, confidence=0.0, frequency=1)
+    scoring.score_parts([a, b], plan())
     assert b.parts["quality"] == pytest.approx(0.3 * 0.2890648, abs=1e-4)  # ln 2 / ln 11
-    assert a.weighted == pytest.approx(0.5 * 1.0 + 0.3 * 0.25 + 0.2 * 1.0)
     assert 0.0 <= b.weighted <= 1.0
 
 
-def test_negative_similarity_counts_as_zero():
-    a, b = lesson(1, sim=-0.2), lesson(2, sim=0.4)
+def test_the_feedback_similarity_ranks_when_present():
+    a = lesson(1, sim=0.3)
+    a.sim_feedback = 0.6
+    b = lesson(2, sim=0.4)
+    b.sim_feedback = 0.3
     scoring.score_parts([a, b], plan())
-    assert a.parts["semantic"] == 0.0
+    assert a.parts["semantic"] > b.parts["semantic"]
 
 
 def test_tech_stack_mismatch_halves_the_semantic_part_and_is_recorded():
@@ -86,13 +121,14 @@ def test_active_weights_renormalise_and_share_when_all_zero():
     }
 
 
-def test_floor_drops_only_weak_semantic_only_candidates():
-    weak = lesson(1, sim=0.1)
-    strong = lesson(2, sim=0.5)
-    weak_but_keyword = lesson(3, sim=0.1, legs=("semantic", "keyword"))
-    weak_but_exact = lesson(4, sim=0.1, legs=("semantic", "exact"))
-    kept = scoring.drop_below_floor([weak, strong, weak_but_keyword, weak_but_exact], floor=0.3)
-    assert [c.id for c in kept] == [2, 3, 4]
+def test_query_length_moves_the_weights_from_meaning_to_words():
+    short, long = {"semantic": 0.6, "keyword": 0.2, "quality": 0.2}, {"semantic": 0.3, "keyword": 0.6, "quality": 0.1}
+    weights = scoring.query_length_weights
+    assert weights(short, long, terms=1, span=(2, 8)) == pytest.approx(short)
+    assert weights(short, long, terms=9, span=(2, 8)) == pytest.approx(long)
+    middle = weights(short, long, terms=5, span=(2, 8))
+    assert middle == pytest.approx({"semantic": 0.45, "keyword": 0.4, "quality": 0.15})
+    assert weights(short, None, terms=9, span=(2, 8)) == short
 
 
 def test_same_title_lessons_collapse_with_max_confidence_and_summed_frequency():
@@ -134,42 +170,60 @@ def test_exact_terms_tier_first():
 
 def test_exact_terms_and_query_terms_are_canonical():
     row = {"tags": ["row-level-security"], "tech_stacks": ["Next.js"], "category": "security", "title": "Use RLS, always"}
-    terms = scoring.exact_terms_of(kind="lessons", row=row)
+    terms = LESSONS.exact_terms_of(row)
     assert {"nextjs", "rowlevelsecurity", "row", "level", "security", "rls", "always"} <= terms
+    assert MEMORIES.exact_terms_of({"categories": ["person"], "emotions": ["joy"], "people": ["Ada Lovelace"]}) == {
+        "person", "joy", "ada", "lovelace"}
     assert scoring.query_terms("Next.js and RLS", frozenset({"and"})) == ["nextjs", "rls"]
 
 
 def test_memory_quality_uses_importance_and_recency():
     now = timezone.now()
-    fresh = scoring.quality_of(kind="memories", row={"importance": 8, "occurred_at": now}, now=now)
-    old = scoring.quality_of(kind="memories", row={"importance": 8, "occurred_at": now - timedelta(days=180)}, now=now)
+    fresh = MEMORIES.quality({"importance": 8, "occurred_at": now}, now)
+    old = MEMORIES.quality({"importance": 8, "occurred_at": now - timedelta(days=180)}, now)
     assert fresh == pytest.approx(0.7 * 0.8 + 0.3)
     assert old == pytest.approx(0.7 * 0.8 + 0.15)
 
 
-def test_relevance_labels():
-    thresholds = {"high": 0.6, "medium": 0.4}
-    assert [scoring.relevance_label(s, thresholds) for s in (0.61, 0.6, 0.45, 0.39)] == ["high", "high", "medium", "low"]
+THRESHOLDS = {"high": 0.55, "medium": 0.35}
 
 
-def test_relevance_labels_are_capped_by_the_hits_own_similarity():
-    thresholds = {"high": 0.6, "medium": 0.4, "high_similarity": 0.3, "medium_similarity": 0.15}
-    label = scoring.relevance_label
-    assert label(0.9, thresholds, similarity=0.45) == "high"
-    assert label(0.9, thresholds, similarity=0.2) == "medium"  # the best of weak candidates
-    assert label(0.9, thresholds, similarity=0.05) == "low"
-    assert label(0.45, thresholds, similarity=0.9) == "medium"  # the cap never raises a label
-    assert label(0.9, thresholds, similarity=0.05, exact=True) == "high"  # an exact tag match stands
-    assert label(0.9, thresholds, similarity=None) == "high"  # nothing to cap with
+def labelled(candidate, p=None):
+    p = p or plan()
+    scoring.score_parts([candidate], p)
+    return scoring.relevance_label(candidate, p, THRESHOLDS)
 
 
-def test_without_a_model_labels_are_capped_by_keyword_coverage():
-    thresholds = {"high": 0.6, "medium": 0.4, "high_coverage": 1.0, "medium_coverage": 0.5}
-    label = scoring.relevance_label
-    assert label(0.9, thresholds, coverage=1.0) == "high"  # every query term
-    assert label(0.9, thresholds, coverage=0.5) == "medium"
-    assert label(0.9, thresholds, coverage=0.25) == "low"
-    assert label(0.9, {**thresholds, "high_similarity": 0.25}, similarity=0.5, coverage=0.25) == "high"  # the model's word first
+def test_labels_come_from_the_hits_own_evidence_on_fixed_scales():
+    assert labelled(lesson(1, sim=0.5, bm25=4.5, bm25_max=10.0)) == "high"  # close meaning, every term
+    assert labelled(lesson(2, sim=0.3, bm25=0.0)) == "low"  # the best of weak cosines stays weak
+    assert labelled(lesson(3, sim=0.3, bm25=2.0)) == "medium"
+    # A hit best among unrelated ones is not "high" for being best: same row, same label, whatever
+    # else the search found.
+    p = plan()
+    alone = lesson(4, sim=0.3, bm25=1.0)
+    scoring.score_parts([alone], p)
+    weak, strong = lesson(4, sim=0.3, bm25=1.0), lesson(5, sim=0.6, bm25=4.5)
+    scoring.score_parts([weak, strong], p)
+    assert alone.parts["semantic"] > weak.parts["semantic"]  # the rank part is relative to the best ...
+    assert scoring.relevance_label(alone, p, THRESHOLDS) == scoring.relevance_label(weak, p, THRESHOLDS)  # ... the label not
+
+
+def test_quality_does_not_make_a_hit_relevant():
+    assert labelled(lesson(1, sim=0.15, confidence=1.0, frequency=50)) == "low"
+
+
+def test_an_exact_term_hit_is_at_least_medium():
+    hit = lesson(1, sim=0.05)
+    hit.exact = True
+    assert labelled(hit) == "medium"
+
+
+def test_without_a_model_labels_read_the_keyword_evidence():
+    p = plan(weights=scoring.active_weights({"semantic": 0.5, "keyword": 0.3, "quality": 0.2}, semantic=False,
+                                            keyword=True), has_semantic=False)
+    assert labelled(lesson(1, bm25=4.5, bm25_max=10.0, legs=("keyword",)), p) == "high"  # every term matched
+    assert labelled(lesson(2, bm25=1.0, bm25_max=10.0, legs=("keyword",)), p) == "low"  # a sliver of the query
 
 
 def test_query_term_forms_keep_the_stored_spellings():

@@ -1,0 +1,124 @@
+"""From fused candidates to what callers get: hits with their labels and explanations, and the
+response around them (timings, candidate counts, fallbacks). One shape out: `SearchHit`."""
+
+import logging
+from time import perf_counter
+
+from django.conf import settings
+from django.utils import timezone
+
+from lessons.search import scoring
+from lessons.search.kinds import SearchKind
+from lessons.search.types import SearchHit, SearchRequest, SearchResponse
+
+logger = logging.getLogger("lessons.search")
+
+_LEG_OF_FLAG = {"in_sem_p": ("semantic", "primary"), "in_sem_c": ("semantic", "contextual"),
+                "in_sem_f": ("semantic", "primary"), "in_kw_p": ("keyword", "primary"), "in_ex": ("exact", "primary")}
+
+
+def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str]) -> scoring.Candidate:
+    fields = {name: row[name] for name in kind.fields}
+    found = [leg for flag, leg in _LEG_OF_FLAG.items() if row.get(flag)]
+    return scoring.Candidate(
+        id=row["id"],
+        row=fields,
+        sim_primary=_float_or_none(row.get("sim_p")),
+        sim_contextual=_float_or_none(row.get("sim_c")),
+        sim_feedback=_float_or_none(row.get("sim_f")),
+        bm25_primary=float(row.get("bm25_p") or 0.0),
+        bm25_max=float(row.get("bm25_max") or 0.0),
+        matched_terms=row.get("terms_p") or [],
+        keyword_coverage=_float_or_none(row.get("coverage_p")),
+        legs={leg for leg, _ in found},
+        found_by={query for _, query in found},
+        exact=bool(exact_terms) and set(exact_terms) <= kind.exact_terms_of(fields),
+    )
+
+
+def _float_or_none(value) -> float | None:
+    return None if value is None else float(value)
+
+
+def hit_from_candidate(*, request: SearchRequest, kind: SearchKind, candidate: scoring.Candidate,
+                       plan: scoring.ScoringPlan) -> SearchHit:
+    explanation = None
+    if request.explain:
+        parts = candidate.parts
+        explanation = {
+            "semantic": round(parts["semantic"], 4),
+            "keyword": round(parts["keyword"], 4),
+            "matched_terms": sorted(parts["matched_terms"]),
+            "metadata": None if parts["metadata"] is None else round(parts["metadata"], 4),
+            "quality": round(parts["quality"], 4),
+            "penalty": round(parts["penalty"], 4),
+            "exact_term": candidate.exact,
+            "legs": sorted(candidate.legs),
+            "found_by": sorted(candidate.found_by),
+            "weights": {name: round(value, 4) for name, value in plan.weights.items()},
+            "weighted_score": round(candidate.weighted, 4),
+            "fusion": request.fusion,
+        }
+        if candidate.sim_primary is not None:
+            explanation["similarity"] = round(candidate.sim_primary, 4)
+        if candidate.sim_feedback is not None:
+            explanation["feedback_similarity"] = round(candidate.sim_feedback, 4)
+        if candidate.bm25_max > 0:
+            explanation["bm25"] = round(candidate.bm25_primary, 4)
+            explanation["bm25_max"] = round(candidate.bm25_max, 4)
+    return SearchHit(
+        id=candidate.id,
+        external_id=candidate.row.get("external_id"),
+        kind=kind.hit_kind,
+        fields=candidate.row,
+        score=round(candidate.score, 4),
+        relevance=scoring.relevance_label(candidate, plan, settings.SEARCH_RELEVANCE_THRESHOLDS),
+        found_by=sorted(candidate.found_by, key=("primary", "contextual").index),
+        explanation=explanation,
+        collapsed_ids=candidate.member_ids if len(candidate.member_ids) > 1 else [],
+    )
+
+
+def listed_hits(*, request: SearchRequest, kind: SearchKind, rows: list[dict], label_by_quality: bool) -> list[SearchHit]:
+    """Rows that matched nothing (the recency fallback) or were listed, scored by quality alone."""
+    now = timezone.now()
+    thresholds = settings.SEARCH_RELEVANCE_THRESHOLDS
+    hits = []
+    for row in rows:
+        quality = kind.quality(row, now)
+        hits.append(
+            SearchHit(
+                id=row["id"],
+                external_id=row.get("external_id"),
+                kind=kind.hit_kind,
+                fields=row,
+                score=round(quality, 4),
+                relevance=scoring.label_of_score(quality, thresholds) if label_by_quality else "low",
+                found_by=[],
+                explanation={"quality": round(quality, 4), "fallback": "recency"} if request.explain else None,
+            )
+        )
+    return hits
+
+
+def respond(*, request, hits, timings, started, degraded_reason, fallback, candidates, keywords,
+            mode=None) -> SearchResponse:
+    timings = {name: round(value, 2) for name, value in timings.items()}
+    timings["total"] = round((perf_counter() - started) * 1000.0, 2)
+    response = SearchResponse(
+        mode=mode or request.mode,
+        degraded=degraded_reason is not None,
+        degraded_reason=degraded_reason,
+        fallback=fallback,
+        timings_ms=timings,
+        results=hits,
+        candidates=candidates,
+        context_keywords=keywords,
+    )
+    logger.info(
+        "search kind=%s mode=%s fusion=%s degraded=%s fallback=%s results=%d candidates=%s timings_ms=%s",
+        request.kind, response.mode, request.fusion, response.degraded, fallback, len(hits), candidates, timings,
+    )
+    if degraded_reason:
+        logger.warning("search degraded: %s", degraded_reason)
+    return response

@@ -1,0 +1,122 @@
+"""What the engine needs to know about each kind of row it searches, said once.
+
+Every other module of the search package asks `SEARCH_KINDS[kind]` instead of branching on
+`kind == "lessons"`: the table, the fields a hit carries, which columns hold exact terms, how
+quality is computed, and whether same-title rows collapse.
+"""
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+
+from lessons.models import Lesson, Memory
+
+# Lessons: frequency reaches full marks in the quality part at this many sightings (log-scaled).
+FREQUENCY_SATURATION = 10
+# Memories: recency halves every this many days.
+RECENCY_HALF_LIFE_DAYS = 180
+
+_NOT_TERM = re.compile(r"[^a-z0-9+#]")
+_PARTS = re.compile(r"[-_\s/]+")
+
+
+@lru_cache(maxsize=65_536)  # the same tags and title words come back in every search
+def canonical(term: str) -> str:
+    """'Next.js' -> 'nextjs', 'RLS' -> 'rls', 'C++' -> 'c++': how exact terms are compared."""
+    return _NOT_TERM.sub("", term.lower())
+
+
+def _clip(value: float) -> float:
+    return 0.0 if value < 0 else 1.0 if value > 1 else float(value)
+
+
+def lesson_quality(row: dict, now: datetime | None) -> float:
+    """0.7 x confidence + 0.3 x min(1, ln(1 + frequency) / ln(1 + FREQUENCY_SATURATION))."""
+    frequency = max(1, int(row.get("frequency", 1)))
+    frequency_part = min(1.0, math.log1p(frequency) / math.log1p(FREQUENCY_SATURATION))
+    return _clip(0.7 * float(row.get("confidence", 0.5)) + 0.3 * frequency_part)
+
+
+def memory_quality(row: dict, now: datetime | None) -> float:
+    """0.7 x importance / 10 + 0.3 x recency (halving every RECENCY_HALF_LIFE_DAYS from
+    occurred_at, else updated_at)."""
+    importance = float(row.get("importance", 5)) / 10.0
+    moment = row.get("occurred_at") or row.get("updated_at")
+    recency = 0.0
+    if moment is not None and now is not None:
+        age_days = max(0.0, (now - moment).total_seconds() / 86400.0)
+        recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+    return _clip(0.7 * importance + 0.3 * recency)
+
+
+@dataclass(frozen=True)
+class SearchKind:
+    name: str  # "lessons", "memories": the request's `kind`
+    hit_kind: str  # "lesson", "memory": a hit's `kind`
+    model: type
+    keyword_code: str  # the `kind` column of the keyword postings and statistics
+    fields: tuple[str, ...]  # what a hit carries (never the embedding)
+    exact_arrays: tuple[str, ...]  # array columns whose values are exact terms
+    exact_scalars: tuple[str, ...]  # text columns whose value is an exact term
+    exact_words: Callable[[dict], list[str]]  # words of a row that count as exact terms
+    exact_order: str  # how the exact-term leg orders its rows (SQL over `t`)
+    quality: Callable[[dict, datetime | None], float]
+    collapse_same_title: bool  # rows with the same title become one hit
+    caller_metadata: bool  # scored against the caller's tech stack and project type
+
+    @property
+    def table(self) -> str:
+        return self.model._meta.db_table
+
+    def exact_terms_of(self, row: dict) -> set[str]:
+        """The terms a row carries exactly; hyphenated values count whole and in parts."""
+        values = [*(v for column in self.exact_arrays for v in row.get(column, [])),
+                  *(row.get(column, "") for column in self.exact_scalars)]
+        terms = {canonical(value) for value in values}
+        terms |= {canonical(part) for value in values for part in _PARTS.split(value)}
+        terms |= {canonical(word) for word in self.exact_words(row)}
+        terms.discard("")
+        return terms
+
+
+LESSONS = SearchKind(
+    name="lessons",
+    hit_kind="lesson",
+    model=Lesson,
+    keyword_code="l",
+    fields=(
+        "id", "external_id", "title", "description", "context", "recommendation", "category", "confidence",
+        "frequency", "project_types", "tech_stacks", "tags", "status", "created_at", "updated_at",
+    ),
+    exact_arrays=("tags", "tech_stacks"),
+    exact_scalars=("category",),
+    exact_words=lambda row: row.get("title", "").split(),
+    exact_order="t.confidence DESC, t.frequency DESC, t.id",
+    quality=lesson_quality,
+    collapse_same_title=True,
+    caller_metadata=True,
+)
+
+MEMORIES = SearchKind(
+    name="memories",
+    hit_kind="memory",
+    model=Memory,
+    keyword_code="m",
+    fields=(
+        "id", "external_id", "content", "details", "categories", "importance", "people", "emotions",
+        "occurred_at", "version", "current_version_id", "created_at", "updated_at",
+    ),
+    exact_arrays=("categories", "emotions"),
+    exact_scalars=(),
+    exact_words=lambda row: [word for name in row.get("people", []) for word in name.split()],
+    exact_order="t.importance DESC, t.id",
+    quality=memory_quality,
+    collapse_same_title=False,
+    caller_metadata=False,
+)
+
+SEARCH_KINDS: dict[str, SearchKind] = {kind.name: kind for kind in (LESSONS, MEMORIES)}
+TIMESTAMPS = frozenset({"created_at", "updated_at", "occurred_at"})

@@ -1,0 +1,71 @@
+"""Checking a search request before anything runs: every error names the field at fault."""
+
+import math
+
+from django.conf import settings
+
+from lessons.models import LessonStatus
+from lessons.search.types import (
+    FUSIONS,
+    KINDS,
+    MAX_CONTEXT_CHARS,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    MODES,
+    SearchRequest,
+    SearchRequestError,
+)
+
+PART_NAMES = ("semantic", "keyword", "quality")
+
+
+def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
+    """Raise SearchRequestError naming the field; return the weights to use and the request's own
+    similarity floor (None: the engine's adaptive floor)."""
+    if request.kind not in KINDS:
+        raise SearchRequestError("kind", f"unknown kind {request.kind!r}; use one of: {', '.join(KINDS)}")
+    if request.mode not in MODES:
+        raise SearchRequestError("mode", f"unknown mode {request.mode!r}; use one of: {', '.join(MODES)}")
+    if request.fusion not in FUSIONS:
+        raise SearchRequestError("fusion", f"unknown fusion {request.fusion!r}; use one of: {', '.join(FUSIONS)}")
+    if isinstance(request.limit, bool) or not isinstance(request.limit, int) or not 1 <= request.limit <= MAX_LIMIT:
+        raise SearchRequestError("limit", f"must be a whole number from 1 to {MAX_LIMIT}, got {request.limit!r}")
+    if not isinstance(request.query, str):
+        raise SearchRequestError("query", "must be text")
+    if len(request.query) > MAX_QUERY_CHARS:
+        raise SearchRequestError("query", f"is {len(request.query)} characters long; the limit is {MAX_QUERY_CHARS}")
+    if len(request.context or "") > MAX_CONTEXT_CHARS:
+        raise SearchRequestError(
+            "context", f"is {len(request.context)} characters long; the limit is {MAX_CONTEXT_CHARS}"
+        )
+    weights = dict(settings.SEARCH_WEIGHTS)
+    if request.weights is not None:
+        if not isinstance(request.weights, dict):
+            raise SearchRequestError("weights", "must be an object of semantic, keyword and quality")
+        unknown = sorted(set(request.weights) - set(PART_NAMES))
+        if unknown:
+            raise SearchRequestError("weights", f"unknown part(s) {', '.join(unknown)}; use {', '.join(PART_NAMES)}")
+        for name, value in request.weights.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise SearchRequestError("weights", f"{name} must be a number >= 0, got {value!r}")
+        weights.update({name: float(value) for name, value in request.weights.items()})
+        if sum(weights.values()) <= 0:
+            raise SearchRequestError("weights", "at least one weight must be above 0")
+    floor = request.similarity_floor
+    if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor <= 1):
+        raise SearchRequestError("similarity_floor", f"must be a number from 0 to 1, got {floor!r}")
+    filters = request.filters
+    if request.kind == "lessons":
+        bad = sorted(set(filters.statuses) - set(LessonStatus.values))
+        if bad or not filters.statuses:
+            raise SearchRequestError(
+                "statuses",
+                f"use one or more of: {', '.join(LessonStatus.values)}" + (f" (got {', '.join(bad)})" if bad else ""),
+            )
+    if filters.min_importance is not None and not (
+        isinstance(filters.min_importance, int) and 1 <= filters.min_importance <= 10
+    ):
+        raise SearchRequestError("min_importance", f"must be a whole number from 1 to 10, got {filters.min_importance!r}")
+    if filters.since and filters.until and filters.since >= filters.until:
+        raise SearchRequestError("since", "must be before until")
+    return weights, None if floor is None else float(floor)
