@@ -189,7 +189,7 @@ SEARCH_CONTEXT_WEIGHTS = {"primary": 0.6, "contextual": 0.4}
 # cosine and BM25, weighted as the search weighs them; quality does not count): >= high -> "high",
 # >= medium -> "medium". Calibrated on the demo judged set, lessons-dev and 12 off-topic queries:
 # no off-topic hit reaches "medium" in hybrid mode (README, Search).
-SEARCH_RELEVANCE_THRESHOLDS = {"high": 0.55, "medium": 0.35}
+SEARCH_RELEVANCE_THRESHOLDS = {"high": 0.55, "medium": 0.3}
 # pgvector 0.8 iterative index scans, so that a selective filter still fills the page.
 SEARCH_HNSW_EF_SEARCH = env.int("SEARCH_HNSW_EF_SEARCH", default=100)
 SEARCH_HNSW_MAX_SCAN_TUPLES = env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", default=20_000)

@@ -121,7 +121,8 @@ def semantic_statement(*, scope: Scope, vectors: list[str], keyword_rows: list[d
     joins = "".join(f" LEFT JOIN {name} ON {name}.id = s.id" for name in names)
     floor_sql = ""
     if floor > 0:
-        sims = [f"s.sim_{name[-1]}" for name in names]
+        # The query's own cosines decide (the feedback similarity runs higher by construction).
+        sims = [f"s.sim_{name[-1]}" for name in names if name != "sem_f"]
         best = sims[0] if len(sims) == 1 else f"greatest({', '.join(sims)})"
         threshold = "%s" if band is None else f"least(%s, (SELECT max({best}) FROM similarities AS s) - %s)"
         floor_sql = f" WHERE s.id = ANY(%s::bigint[]) OR {best} >= {threshold}"

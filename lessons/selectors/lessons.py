@@ -45,12 +45,13 @@ def lessons_patterns_for_feature(
     limit: int = 3,
 ) -> SearchResponse:
     """How we built FEATURE before (seed 000: by meaning, so "Authentication" also finds lessons
-    about sessions, JWTs or Supabase auth whose titles never say it)."""
+    about sessions, JWTs or Supabase auth whose titles never say it). The feature's name alone is
+    the query: wrapped in a template ("implementation patterns for ...") its embedding drifted
+    toward the template's words (lessons-dev: 1 of the top 3 relevant instead of 3)."""
     return search(
         request=SearchRequest(
             team=team,
-            query=f"implementation patterns for {feature.strip()}",
-            keyword_query=feature.strip(),
+            query=feature.strip(),
             kind="lessons",
             limit=limit,
             tech_stack=tuple(t.strip().lower() for t in tech_stack if t and t.strip()),
