@@ -174,7 +174,7 @@ SEARCH_RRF_K = 60
 # hits are kept): the floor adapts to short queries, whose cosines are flat and low. A request's own
 # `similarity_floor` replaces both.
 SEARCH_SIMILARITY_FLOOR = env.float("SEARCH_SIMILARITY_FLOOR", default=0.3)
-SEARCH_SIMILARITY_BAND = env.float("SEARCH_SIMILARITY_BAND", default=0.1)
+SEARCH_SIMILARITY_BAND = env.float("SEARCH_SIMILARITY_BAND", default=0.2)
 # The scales of the parts (engine.py, scoring.py): a cosine of semantic_low means nothing, one of
 # semantic_high a close paraphrase; the keyword part is BM25 over max(best BM25, keyword_floor x the
 # query's attainable maximum); labels count BM25 at keyword_full x the maximum (every term matched
