@@ -81,18 +81,23 @@ logger = logging.getLogger("lessons.search")
 
 MIN_CANDIDATES = 50
 
+# Issue 14: the usage counts ride along with every candidate (the usage signal in the quality part).
+USAGE_FIELDS = ("returned_count", "used_count", "not_helpful_count", "last_returned_at", "last_used_at")
+
 FIELDS = {
     "lessons": (
         "id", "external_id", "title", "description", "context", "recommendation", "category", "confidence",
         "frequency", "project_types", "tech_stacks", "tags", "status", "created_at", "updated_at",
+        *USAGE_FIELDS,
     ),
     "memories": (
         "id", "external_id", "content", "details", "categories", "importance", "people", "emotions",
         "occurred_at", "version", "current_version_id", "created_at", "updated_at",
+        *USAGE_FIELDS,
     ),
 }
 HIT_KIND = {"lessons": "lesson", "memories": "memory"}
-TIMESTAMPS = frozenset({"created_at", "updated_at", "occurred_at"})
+TIMESTAMPS = frozenset({"created_at", "updated_at", "occurred_at", "last_returned_at", "last_used_at"})
 
 
 def _field_columns(kind: str) -> list[str]:

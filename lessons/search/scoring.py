@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
+from lessons.search.usage import DEFAULT_HALF_LIFE_DAYS, DEFAULT_PRIOR, usage_signal  # issue 14
+
 # Frequency reaches full marks in the quality part at this many sightings (log-scaled).
 FREQUENCY_SATURATION = 10
 # Memories: recency halves every this many days.
@@ -182,14 +184,41 @@ def quality_of(*, kind: str, row: dict, now: datetime | None) -> float:
     if kind == "lessons":
         frequency = max(1, int(row.get("frequency", 1)))
         frequency_part = min(1.0, math.log1p(frequency) / math.log1p(FREQUENCY_SATURATION))
-        return _clip(0.7 * float(row.get("confidence", 0.5)) + 0.3 * frequency_part)
+        return _with_usage(_clip(0.7 * float(row.get("confidence", 0.5)) + 0.3 * frequency_part), row=row, now=now)
     importance = float(row.get("importance", 5)) / 10.0
     moment = row.get("occurred_at") or row.get("updated_at")
     recency = 0.0
     if moment is not None and now is not None:
         age_days = max(0.0, (now - moment).total_seconds() / 86400.0)
         recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
-    return _clip(0.7 * importance + 0.3 * recency)
+    return _with_usage(_clip(0.7 * importance + 0.3 * recency), row=row, now=now)
+
+
+# --- usage hook (issue 14) ---------------------------------------------------------------------
+def _with_usage(quality: float, *, row: dict, now: datetime | None) -> float:
+    """The quality part plus SEARCH_USAGE_WEIGHT x the usage signal (`lessons.search.usage`),
+    capped at 1. Exactly `quality` for a row never reported used (or with the weight at 0), so
+    without feedback rankings are those of before. The most a use can add to a score is
+    w_quality x SEARCH_USAGE_WEIGHT (0.2 x 0.5 = 0.1 at the defaults): a hit ahead by more than
+    that cannot be passed by usage alone."""
+    if not row.get("used_count"):
+        return quality
+    from django.conf import settings
+
+    weight = float(getattr(settings, "SEARCH_USAGE_WEIGHT", 0.0))
+    if weight <= 0:
+        return quality
+    signal = usage_signal(
+        returned=row.get("returned_count") or 0,
+        used=row["used_count"],
+        not_helpful=row.get("not_helpful_count") or 0,
+        last_used_at=row.get("last_used_at"),
+        now=now,
+        prior=float(getattr(settings, "SEARCH_USAGE_PRIOR", DEFAULT_PRIOR)),
+        half_life_days=float(getattr(settings, "SEARCH_USAGE_HALF_LIFE_DAYS", DEFAULT_HALF_LIFE_DAYS)),
+    )
+    return _clip(quality + weight * signal)
+# --- end of usage hook -------------------------------------------------------------------------
 
 
 def metadata_of(*, row: dict, tech_stack: tuple[str, ...], project_type: str | None) -> float | None:
