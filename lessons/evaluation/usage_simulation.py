@@ -72,14 +72,15 @@ class UsageSimulation:
                 str(weight): {split: round(value, 4) for split, value in scores.items()}
                 for weight, scores in self.after.items()
             },
-            "replay": self.replay.as_dict(),
+            "replay": {**self.replay.as_dict(), "replay_ndcg@10": round(self.replay.replay_ndcg_at_10, 4)},
+            "search_ms_p50": round(self.search_ms_p50, 1),
         }
 
 
-def _ndcg(*, dataset: Dataset, team: Team, kind: str, mode: str, max_queries: int | None, progress) -> float:
+def _scores(*, dataset: Dataset, team: Team, kind: str, mode: str, max_queries: int | None, progress):
     evaluation = evaluate(dataset=dataset, teams={None: team}, kind=kind, modes=[mode], max_queries=max_queries,
                           progress=progress)
-    return evaluation.results[mode].ndcg_at_10
+    return evaluation.results[mode]
 
 
 def replay_with_feedback(
@@ -134,15 +135,17 @@ def simulate_usage(
     usage_reset(team=team)
     splits = {train.split: train, test.split: test}
     measure = dict(team=team, kind=kind, mode=mode, max_queries=max_queries, progress=progress)
-    before = {name: _ndcg(dataset=data, **measure) for name, data in splits.items()}
+    measured = {name: _scores(dataset=data, **measure) for name, data in splits.items()}
+    before = {name: scores.ndcg_at_10 for name, scores in measured.items()}
     try:
         replay = replay_with_feedback(dataset=train, team=team, kind=kind, mode=mode, max_queries=max_queries,
                                       progress=progress)
         after = {}
         for weight in dict.fromkeys([0.0, *usage_weights]):
             with override_settings(SEARCH_USAGE_WEIGHT=weight):
-                after[weight] = {name: _ndcg(dataset=data, **measure) for name, data in splits.items()}
+                after[weight] = {name: _scores(dataset=data, **measure).ndcg_at_10 for name, data in splits.items()}
     finally:
         if not keep:
             usage_reset(team=team)
-    return UsageSimulation(dataset=train.name, mode=mode, before=before, after=after, replay=replay)
+    return UsageSimulation(dataset=train.name, mode=mode, before=before, after=after, replay=replay,
+                           search_ms_p50=measured[train.split].p50_ms)

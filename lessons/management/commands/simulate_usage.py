@@ -11,9 +11,10 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from lessons.evaluation.beir import DatasetError, read_dataset
-from lessons.evaluation.loading import dataset_load
+from lessons.evaluation.loading import dataset_load, team_base_slug
 from lessons.evaluation.metrics import percentile
 from lessons.evaluation.usage_simulation import simulate_usage
+from lessons.models import Team
 from lessons.search import KINDS, MODES
 
 
@@ -42,11 +43,15 @@ class Command(BaseCommand):
         parser.add_argument("--mode", default="hybrid", help="Search mode (default: hybrid).")
         parser.add_argument("--usage-weights", default="0.5", help="SEARCH_USAGE_WEIGHT values to measure after.")
         parser.add_argument("--max-queries", type=int, default=None, help="Only the first N judged queries a split.")
+        parser.add_argument(
+            "--no-load", action="store_true",
+            help="Use the dataset's team as an earlier run left it (no loading, no embedding).",
+        )
         parser.add_argument("--keep", action="store_true", help="Keep the recorded searches and counts afterwards.")
         parser.add_argument("--json", dest="json_path", default=None, help="Also write the results to PATH.")
 
     def handle(self, *args, dataset_dir, train_split, test_split, kind, mode, usage_weights, max_queries, keep,
-               json_path, **options):
+               json_path, no_load, **options):
         if kind not in KINDS:
             raise CommandError(f"--kind: {kind!r} is not one of {', '.join(KINDS)}")
         if mode not in MODES:
@@ -64,8 +69,15 @@ class Command(BaseCommand):
         def progress(unit=" docs", **kwargs):
             return tqdm(file=sys.stderr, disable=verbosity < 1, leave=False, unit=unit, **kwargs)
 
-        teams, report = dataset_load(dataset_name=train.name, documents=train.documents, kind=kind, progress=progress)
-        self.stdout.write(f"{train.name}: {len(train.documents)} documents as {kind} ({report.summary()})")
+        if no_load:
+            team = Team.objects.filter(slug=team_base_slug(dataset_name=train.name)).first()
+            if team is None:
+                raise CommandError(f"--no-load: {train.name} was never loaded; run without --no-load first")
+            teams = {None: team}
+        else:
+            teams, report = dataset_load(dataset_name=train.name, documents=train.documents, kind=kind,
+                                         progress=progress)
+            self.stdout.write(f"{train.name}: {len(train.documents)} documents as {kind} ({report.summary()})")
         search_logger = logging.getLogger("lessons.search")
         previous_level = search_logger.level
         if verbosity < 2:
@@ -92,7 +104,8 @@ class Command(BaseCommand):
             f"reported {replay.used_reported} relevant results as used in {replay.queries_with_use} of them",
             f"recording a search: p50 {percentile_text(replay.record_ms, 50)} ms, p95 "
             f"{percentile_text(replay.record_ms, 95)} ms; a feedback report: p50 "
-            f"{percentile_text(replay.feedback_ms, 50)} ms",
+            f"{percentile_text(replay.feedback_ms, 50)} ms; the search itself (limit 100): p50 "
+            f"{result.search_ms_p50:.1f} ms",
             "",
             "| nDCG@10 | " + " | ".join(f"{name} ({len(data.queries)} q)" for name, data in
                                        ((train.split, train), (test.split, test))) + " |",
