@@ -7,8 +7,8 @@ On a BEIR-layout dataset with a train and a test split (SciFact):
 3. replay: every train query is searched as an agent would (limit 10), the search recorded
    (`search_record`, source "simulation": its results count as returned) and the judged relevant
    documents found in those 10 reported as used (`feedback_record`);
-4. after: train (the same queries, a second pass) and test again, once per usage weight
-   (`SEARCH_USAGE_WEIGHT`; 0 is the signal off, which must give the "before" figures exactly);
+4. after: train (the same queries, a second pass) and test again, once per usage weight asked
+   for (`SEARCH_USAGE_WEIGHT`; 0 is the signal off, which must give the "before" figures exactly);
 5. the team's counts are reset again (unless kept), so later `eval_retrieval` runs on the same
    team measure the engine without feedback.
 
@@ -141,7 +141,7 @@ def simulate_usage(
         replay = replay_with_feedback(dataset=train, team=team, kind=kind, mode=mode, max_queries=max_queries,
                                       progress=progress)
         after = {}
-        for weight in dict.fromkeys([0.0, *usage_weights]):
+        for weight in dict.fromkeys(usage_weights):
             with override_settings(SEARCH_USAGE_WEIGHT=weight):
                 after[weight] = {name: _scores(dataset=data, **measure).ndcg_at_10 for name, data in splits.items()}
     finally:

@@ -52,7 +52,7 @@ def test_purge_searches(team):
 
 def test_simulate_usage_reports_before_and_after_and_leaves_no_trace(tmp_path):
     path = tmp_path / "simulation.json"
-    output = run("simulate_usage", TINY, "--usage-weights", "0.5,1", "--json", path)
+    output = run("simulate_usage", TINY, "--usage-weights", "0,0.5,1", "--json", path)
     result = json.loads(path.read_text())
     # Train: q5 and q6 find their relevant abstract in the top 10, and report it used.
     assert result["replay"]["searches"] == 2 and result["replay"]["used_reported"] == 2

@@ -143,3 +143,14 @@ def test_counts_survive_an_edit_made_from_a_stale_copy(team):
     feedback_record(team=team, search_id=record(team, [stale.pk]), used=[stale.pk])
     lesson_update(lesson=stale, title="A new title")  # `stale` still holds count 0 in memory
     assert counts(Lesson, stale.pk) == (1, 1, 0)
+
+
+def test_a_search_that_cannot_be_recorded_is_answered_without_an_id(team, caplog):
+    a = LessonFactory(team=team)
+    refused = search_record(team=team, kind="lessons", operation="search", query="q", mode="m" * 30,
+                            result_ids=[a.pk], source="api")  # longer than the column: the database refuses
+    assert refused is None
+    assert "could not record a search" in caplog.text
+    assert not SearchRecord.objects.exists()
+    assert counts(Lesson, a.pk) == (0, 0, 0)  # nothing half-written
+    assert record(team, [a.pk]) is not None  # and the connection is still usable

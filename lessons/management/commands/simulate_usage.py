@@ -41,7 +41,7 @@ class Command(BaseCommand):
         parser.add_argument("--test-split", default="test", help="Measured only (default: test).")
         parser.add_argument("--kind", default="lessons", help="Load documents as lessons (default) or memories.")
         parser.add_argument("--mode", default="hybrid", help="Search mode (default: hybrid).")
-        parser.add_argument("--usage-weights", default="0.5", help="SEARCH_USAGE_WEIGHT values to measure after.")
+        parser.add_argument("--usage-weights", default="0.5", help="SEARCH_USAGE_WEIGHT values to measure after (0: the signal off).")
         parser.add_argument("--max-queries", type=int, default=None, help="Only the first N judged queries a split.")
         parser.add_argument(
             "--no-load", action="store_true",
