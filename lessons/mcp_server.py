@@ -12,6 +12,7 @@ import logging
 import mcp_types as types
 import pydantic
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, close_old_connections
 from mcp.server import Server
@@ -28,7 +29,8 @@ SERVER_NAME = "memory-store"
 INSTRUCTIONS = (
     "A memory store of lessons learned and personal memories. Search lessons before designing or "
     "debugging (search_lessons, patterns_for_feature); store or propose what you learn (store_lesson, "
-    "propose_lesson). Every tool sees only this server's team."
+    "propose_lesson). After a search, report the results you used with report_usage and the answer's "
+    "search_id: what agents use ranks higher. Every tool sees only this server's team."
 )
 
 
@@ -78,6 +80,8 @@ def build_server(*, team: Team) -> Server:
             return _error(errors.pydantic_validation_errors(error))
         except DjangoValidationError as error:
             return _error(errors.django_validation_errors(error))
+        except ObjectDoesNotExist as error:  # the API's 404: e.g. another team's search_id
+            return _error(errors.error_body(str(error) or "not found"))
         except SearchRequestError as error:
             return _error(errors.error_body(str(error), [{"field": error.field, "message": error.message}]))
         except DatabaseError as error:

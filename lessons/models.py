@@ -6,6 +6,7 @@ the keyword nor the semantic index needs an update command.
 """
 
 import re
+import uuid
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -80,6 +81,25 @@ class EmbeddedMixin(models.Model):
         abstract = True
 
 
+class UsageMixin(models.Model):
+    """How often search returned a row and agents reported using it (issue 14).
+
+    Written only by `lessons.services.usage` with single-statement increments (never by `save()`),
+    so a concurrent edit of the row cannot lose a count, and `updated_at` does not move.
+    """
+
+    returned_count = models.PositiveBigIntegerField(default=0, editable=False, help_text="Times a search returned it.")
+    used_count = models.PositiveBigIntegerField(default=0, editable=False, help_text="Times an agent reported using it.")
+    not_helpful_count = models.PositiveBigIntegerField(
+        default=0, editable=False, help_text="Times an agent reported it as not helpful."
+    )
+    last_returned_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        abstract = True
+
+
 class LessonCategory(models.TextChoices):
     """The categories the product knows; the field accepts others (it is extensible)."""
 
@@ -100,7 +120,7 @@ class LessonStatus(models.TextChoices):
     REJECTED = "rejected"
 
 
-class Lesson(EmbeddedMixin):
+class Lesson(UsageMixin, EmbeddedMixin):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="lessons")
     external_id = models.CharField(max_length=200, null=True, blank=True)
     title = models.CharField(max_length=300)
@@ -170,7 +190,7 @@ class Lesson(EmbeddedMixin):
         return self.title
 
 
-class Memory(EmbeddedMixin):
+class Memory(UsageMixin, EmbeddedMixin):
     """A personal memory. The row with `current_version` NULL is the memory as it stands now; each
     earlier text is kept as a row of its own pointing at it (with its own embedding), so that a
     search can look across versions."""
@@ -248,6 +268,54 @@ class Memory(EmbeddedMixin):
     @property
     def is_current(self) -> bool:
         return self.current_version_id is None
+
+
+class SearchRecord(models.Model):
+    """One search-shaped answer an agent received, so it can report which results it used
+    (`POST /feedback`). Kept `SEARCH_RECORD_RETENTION_DAYS` days (`manage.py purge_searches`);
+    the counts on the rows outlive it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="search_records")
+    kind = models.CharField(max_length=20)  # "lessons" | "memories"
+    operation = models.CharField(max_length=64, help_text="search, or the shortcut that answered.")
+    query = models.TextField(blank=True, default="", help_text="The query, or the shortcut's arguments.")
+    mode = models.CharField(max_length=20)
+    source = models.CharField(max_length=20, help_text="api, mcp, cli or simulation.")
+    result_ids = ArrayField(models.BigIntegerField(), default=list, blank=True, help_text="In the order returned.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["team", "-created_at"], name="search_record_team_recent")]
+
+    def __str__(self):
+        return f"{self.operation} {self.query[:60]!r} ({self.created_at:%Y-%m-%d %H:%M})"
+
+
+class FeedbackVerdict(models.TextChoices):
+    USED = "used"
+    NOT_HELPFUL = "not_helpful"
+
+
+class SearchFeedback(models.Model):
+    """An agent's verdict on one result of one search; one per (search, result): the first stands."""
+
+    search = models.ForeignKey(SearchRecord, on_delete=models.CASCADE, related_name="feedback")
+    result_id = models.BigIntegerField()
+    verdict = models.CharField(max_length=20, choices=FeedbackVerdict.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["search", "created_at"]
+        verbose_name_plural = "search feedback"
+        constraints = [
+            models.UniqueConstraint(fields=["search", "result_id"], name="search_feedback_once_per_result"),
+            models.CheckConstraint(condition=Q(verdict__in=FeedbackVerdict.values), name="search_feedback_verdict_known"),
+        ]
+
+    def __str__(self):
+        return f"{self.result_id}: {self.verdict}"
 
 
 class ApiKey(models.Model):

@@ -16,6 +16,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 
 from lessons.api import errors
 from lessons.api.auth import api_auth
+from lessons.api.feedback import router as feedback_router
 from lessons.api.health import router as health_router
 from lessons.api.lessons import router as lessons_router
 from lessons.api.memories import router as memories_router
@@ -39,6 +40,7 @@ api = NinjaAPI(
 )
 
 api.add_router("", search_router)
+api.add_router("", feedback_router)
 api.add_router("", lessons_router)
 api.add_router("", memories_router)
 api.add_router("", health_router)

@@ -193,6 +193,16 @@ SEARCH_RELEVANCE_THRESHOLDS = {"high": 0.55, "medium": 0.3}
 # pgvector 0.8 iterative index scans, so that a selective filter still fills the page.
 SEARCH_HNSW_EF_SEARCH = env.int("SEARCH_HNSW_EF_SEARCH", default=100)
 SEARCH_HNSW_MAX_SCAN_TUPLES = env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", default=20_000)
+# Learning from use (issue 14; lessons/search/usage.py has the signal). The quality part gains
+# SEARCH_USAGE_WEIGHT x usage (capped at 1), so a used row's score rises by at most
+# w_quality x SEARCH_USAGE_WEIGHT (0.1 at the defaults). 0 turns the signal off.
+SEARCH_USAGE_WEIGHT = env.float("SEARCH_USAGE_WEIGHT", default=0.5)
+# Phantom appearances without a use: 1 use in 1 appearance gives 1/3, 5 in 5 give 5/7.
+SEARCH_USAGE_PRIOR = env.float("SEARCH_USAGE_PRIOR", default=2.0)
+# A row not used for this many days counts half as much.
+SEARCH_USAGE_HALF_LIFE_DAYS = env.float("SEARCH_USAGE_HALF_LIFE_DAYS", default=90.0)
+# Searches are kept this long for feedback (`manage.py purge_searches` deletes older ones).
+SEARCH_RECORD_RETENTION_DAYS = env.int("SEARCH_RECORD_RETENTION_DAYS", default=30)
 # A project phase narrows lessons to the categories that matter in it.
 SEARCH_PHASE_CATEGORIES = {
     "discovery": ["architecture", "workflow", "security", "database"],

@@ -2,22 +2,29 @@ from django.contrib import admin, messages
 
 from lessons.admin.common import changed_values
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
+from lessons.admin.usage import USAGE_FIELDS, USAGE_LIST_FIELDS
 from lessons.models import Lesson
 from lessons.services import lessons as lesson_services
 
 
 @admin.register(Lesson)
 class LessonAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
-    list_display = ("title", "team", "category", "status", "confidence", "frequency", "embedding_status", "updated_at")
+    list_display = (
+        "title", "team", "category", "status", "confidence", "frequency", *USAGE_LIST_FIELDS, "embedding_status",
+        "updated_at",
+    )
     list_filter = ("status", "category", "team", EmbeddingStatusFilter)
     search_fields = ("title", "description", "recommendation", "external_id", "tags", "tech_stacks")
     list_select_related = ("team",)
-    readonly_fields = ("created_at", "updated_at", "embedding_status", "embedding_model", "embedded_at", "content_hash")
+    readonly_fields = (
+        "created_at", "updated_at", "embedding_status", "embedding_model", "embedded_at", "content_hash", *USAGE_FIELDS
+    )
     actions = ("accept_selected", "reject_selected", "reembed_selected")
     fieldsets = (
         (None, {"fields": ("team", "external_id", "title", "category", "status")}),
         ("Lesson", {"fields": ("description", "context", "recommendation")}),
         ("Signals", {"fields": ("confidence", "frequency", "project_types", "tech_stacks", "tags")}),
+        ("Usage (reported by agents)", {"fields": USAGE_FIELDS}),
         ("Embedding", {"fields": ("embedding_status", "embedding_model", "embedded_at", "content_hash")}),
         ("Timestamps", {"fields": ("created_at", "updated_at")}),
     )

@@ -2,6 +2,7 @@ from django.contrib import admin
 
 from lessons.admin.common import changed_values
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
+from lessons.admin.usage import USAGE_FIELDS, USAGE_LIST_FIELDS
 from lessons.models import Memory
 from lessons.services import memories as memory_services
 
@@ -39,19 +40,22 @@ class EarlierVersionInline(admin.TabularInline):
 @admin.register(Memory)
 class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
     list_display = (
-        "content", "team", "importance", "categories", "people", "version", "embedding_status", "occurred_at"
+        "content", "team", "importance", "categories", "people", "version", *USAGE_LIST_FIELDS, "embedding_status",
+        "occurred_at",
     )
     list_filter = (MemoryCurrentFilter, "team", "importance", EmbeddingStatusFilter)
     search_fields = ("content", "details", "external_id", "people", "categories", "emotions")
     list_select_related = ("team",)
     readonly_fields = (
-        "version", "created_at", "updated_at", "embedding_status", "embedding_model", "embedded_at", "content_hash"
+        "version", "created_at", "updated_at", "embedding_status", "embedding_model", "embedded_at", "content_hash",
+        *USAGE_FIELDS,
     )
     actions = ("reembed_selected",)
     inlines = (EarlierVersionInline,)
     fieldsets = (
         (None, {"fields": ("team", "external_id", "content", "details")}),
         ("About", {"fields": ("categories", "importance", "people", "emotions", "occurred_at")}),
+        ("Usage (reported by agents)", {"fields": USAGE_FIELDS}),
         ("Embedding", {"fields": ("embedding_status", "embedding_model", "embedded_at", "content_hash")}),
         ("History", {"fields": ("version", "created_at", "updated_at")}),
     )

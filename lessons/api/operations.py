@@ -3,12 +3,17 @@
 The HTTP handlers and the agent tools (`GET /tools`, the MCP server) both call these, with the
 same input schema, so an endpoint and its tool cannot behave differently. Each one calls a single
 selector or service.
+
+Every search-shaped answer is recorded (`lessons.services.usage.search_record`) and carries its
+`search_id`, which `report_usage` (`POST /feedback`) takes back with the ids the agent used.
+`source` says who asked: "api" for the HTTP handlers, "mcp" for the MCP server's tools.
 """
 
 from lessons.api.schemas import (
     ByEmotionQuery,
     ByPersonQuery,
     EventsQuery,
+    FeedbackIn,
     LessonIn,
     LessonProposeIn,
     MemoryIn,
@@ -34,6 +39,23 @@ from lessons.selectors.memories import (
 )
 from lessons.services import lessons as lesson_services
 from lessons.services import memories as memory_services
+from lessons.services import usage as usage_services
+
+
+def _recorded(*, team: Team, response, kind: str, operation: str, query: str, source: str) -> dict:
+    """The answer as JSON-ready data, with the `search_id` under which it was recorded."""
+    answer = search_response_as_dict(response)
+    search_id = usage_services.search_record(
+        team=team, kind=kind, operation=operation, query=query, mode=response.mode,
+        result_ids=[hit.id for hit in response.results], source=source,
+    )
+    answer["search_id"] = None if search_id is None else str(search_id)
+    return answer
+
+
+def _arguments(payload) -> str:
+    """A shortcut's arguments as recorded in place of a query: `{"feature": "Authentication"}`."""
+    return payload.model_dump_json(exclude_defaults=True)
 
 
 # --- search --------------------------------------------------------------------------------
@@ -70,8 +92,16 @@ def search_request_from(*, team: Team, payload: SearchIn):
     )
 
 
-def search(*, team: Team, payload: SearchIn) -> dict:
-    return search_response_as_dict(run_search(request=search_request_from(team=team, payload=payload)))
+def search(*, team: Team, payload: SearchIn, source: str = "api") -> dict:
+    response = run_search(request=search_request_from(team=team, payload=payload))
+    return _recorded(team=team, response=response, kind=payload.kind, operation="search", query=payload.query,
+                     source=source)
+
+
+def report_usage(*, team: Team, payload: FeedbackIn) -> dict:
+    return usage_services.feedback_record(
+        team=team, search_id=payload.search_id, used=payload.used, not_helpful=payload.not_helpful
+    ).as_dict()
 
 
 # --- lessons -------------------------------------------------------------------------------
@@ -85,9 +115,10 @@ def propose_lesson(*, team: Team, payload: LessonProposeIn) -> Lesson:
     return lesson_services.lesson_propose(team=team, **payload.model_dump())
 
 
-def relevant_lessons(*, team: Team, payload: RelevantLessonsQuery) -> dict:
-    return search_response_as_dict(
-        lessons_relevant(
+def relevant_lessons(*, team: Team, payload: RelevantLessonsQuery, source: str = "api") -> dict:
+    return _recorded(
+        team=team, kind="lessons", operation="relevant_lessons", query=_arguments(payload), source=source,
+        response=lessons_relevant(
             team=team,
             project_type=payload.project_type,
             tech_stack=tuple(payload.tech_stack),
@@ -97,9 +128,10 @@ def relevant_lessons(*, team: Team, payload: RelevantLessonsQuery) -> dict:
     )
 
 
-def lesson_patterns(*, team: Team, payload: PatternsQuery) -> dict:
-    return search_response_as_dict(
-        lessons_patterns_for_feature(
+def lesson_patterns(*, team: Team, payload: PatternsQuery, source: str = "api") -> dict:
+    return _recorded(
+        team=team, kind="lessons", operation="lesson_patterns", query=_arguments(payload), source=source,
+        response=lessons_patterns_for_feature(
             team=team,
             feature=payload.feature,
             tech_stack=tuple(payload.tech_stack),
@@ -109,9 +141,10 @@ def lesson_patterns(*, team: Team, payload: PatternsQuery) -> dict:
     )
 
 
-def session_lessons(*, team: Team, payload: SessionIn) -> dict:
-    return search_response_as_dict(
-        lessons_for_session(
+def session_lessons(*, team: Team, payload: SessionIn, source: str = "api") -> dict:
+    return _recorded(
+        team=team, kind="lessons", operation="session_lessons", query=_arguments(payload), source=source,
+        response=lessons_for_session(
             team=team,
             project=payload.project,
             cwd=payload.cwd,
@@ -128,25 +161,43 @@ def store_memory(*, team: Team, payload: MemoryIn) -> Memory:
     return memory_services.memory_create(team=team, **payload.model_dump())
 
 
-def friends(*, team: Team, payload: MemoryLimitQuery) -> dict:
-    return search_response_as_dict(memories_friends(team=team, limit=payload.limit))
+def friends(*, team: Team, payload: MemoryLimitQuery, source: str = "api") -> dict:
+    return _recorded(
+        team=team, kind="memories", operation="friends", query=_arguments(payload), source=source,
+        response=memories_friends(team=team, limit=payload.limit),
+    )
 
 
-def interests(*, team: Team, payload: MemoryLimitQuery) -> dict:
-    return search_response_as_dict(memories_interests(team=team, limit=payload.limit))
+def interests(*, team: Team, payload: MemoryLimitQuery, source: str = "api") -> dict:
+    return _recorded(
+        team=team, kind="memories", operation="interests", query=_arguments(payload), source=source,
+        response=memories_interests(team=team, limit=payload.limit),
+    )
 
 
-def events(*, team: Team, payload: EventsQuery) -> dict:
-    return search_response_as_dict(memories_recent_events(team=team, days=payload.days, limit=payload.limit))
+def events(*, team: Team, payload: EventsQuery, source: str = "api") -> dict:
+    return _recorded(
+        team=team, kind="memories", operation="events", query=_arguments(payload), source=source,
+        response=memories_recent_events(team=team, days=payload.days, limit=payload.limit),
+    )
 
 
-def by_person(*, team: Team, payload: ByPersonQuery) -> dict:
-    return search_response_as_dict(memories_by_person(team=team, name=payload.name, limit=payload.limit))
+def by_person(*, team: Team, payload: ByPersonQuery, source: str = "api") -> dict:
+    return _recorded(
+        team=team, kind="memories", operation="by_person", query=_arguments(payload), source=source,
+        response=memories_by_person(team=team, name=payload.name, limit=payload.limit),
+    )
 
 
-def by_emotion(*, team: Team, payload: ByEmotionQuery) -> dict:
-    return search_response_as_dict(memories_by_emotion(team=team, emotion=payload.emotion, limit=payload.limit))
+def by_emotion(*, team: Team, payload: ByEmotionQuery, source: str = "api") -> dict:
+    return _recorded(
+        team=team, kind="memories", operation="by_emotion", query=_arguments(payload), source=source,
+        response=memories_by_emotion(team=team, emotion=payload.emotion, limit=payload.limit),
+    )
 
 
-def search_versions(*, team: Team, payload: SearchVersionsIn) -> dict:
-    return search_response_as_dict(memories_search_versions(team=team, query=payload.query, limit=payload.limit))
+def search_versions(*, team: Team, payload: SearchVersionsIn, source: str = "api") -> dict:
+    return _recorded(
+        team=team, kind="memories", operation="search_versions", query=payload.query, source=source,
+        response=memories_search_versions(team=team, query=payload.query, limit=payload.limit),
+    )

@@ -7,6 +7,7 @@ The agent tools (`GET /tools`, MCP) are generated from these same input classes.
 
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
 from pydantic import ConfigDict, field_validator
@@ -110,6 +111,11 @@ class LessonOut(ModelSchema):
             "status",
             "created_at",
             "updated_at",
+            "returned_count",
+            "used_count",
+            "not_helpful_count",
+            "last_returned_at",
+            "last_used_at",
         ]
 
 
@@ -200,6 +206,11 @@ class MemoryOut(ModelSchema):
             "version",
             "created_at",
             "updated_at",
+            "returned_count",
+            "used_count",
+            "not_helpful_count",
+            "last_returned_at",
+            "last_used_at",
         ]
 
 
@@ -332,6 +343,11 @@ class SearchOut(Schema):
     results: list[SearchHitOut] = []
     candidates: dict[str, int] = {}
     context_keywords: list[str] = []
+    search_id: str | None = Field(
+        None,
+        description="Send it to POST /feedback (MCP: report_usage) with the ids of the results you used; "
+        "null only when the search could not be recorded.",
+    )
 
 
 # --- lessons: agent shortcuts ---------------------------------------------------------------
@@ -387,6 +403,32 @@ class ByEmotionQuery(TextIn):
 class SearchVersionsIn(StrictIn):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")
     limit: Limit = 10
+
+
+# --- feedback ------------------------------------------------------------------------------
+
+ResultId = Annotated[int, Field(ge=1, le=MAX_ID)]
+ResultIds = Annotated[list[ResultId], Field(max_length=MAX_LIMIT)]
+
+
+class FeedbackIn(StrictIn):
+    """Which results of a search you used, and which were not helpful (either list may be empty).
+    One verdict per result: the first one reported stands."""
+
+    search_id: UUID = Field(description="The search_id of a search answer of your team.")
+    used: ResultIds = Field([], description="Ids of the results you used.")
+    not_helpful: ResultIds = Field([], description="Ids of the results that were noise.")
+
+
+class FeedbackRecordedOut(Schema):
+    used: list[int]
+    not_helpful: list[int]
+
+
+class FeedbackOut(Schema):
+    search_id: str
+    recorded: FeedbackRecordedOut = Field(description="The verdicts counted by this report.")
+    already_recorded: list[int] = Field(description="Results that had a verdict already: nothing counted again.")
 
 
 # --- health and tools ----------------------------------------------------------------------

@@ -16,6 +16,8 @@ from lessons.api.schemas import (
     ByEmotionQuery,
     ByPersonQuery,
     EventsQuery,
+    FeedbackIn,
+    FeedbackOut,
     LessonIn,
     LessonOut,
     LessonProposeIn,
@@ -88,11 +90,13 @@ class AgentTool:
         function = {"name": self.name, "description": self.description, "parameters": self.parameters()}
         return {"type": "function", "function": function}
 
-    def call(self, *, team: Team, arguments: dict | None) -> Any:
+    def call(self, *, team: Team, arguments: dict | None, source: str = "mcp") -> Any:
         """Validate `arguments` with the endpoint's schema (raises pydantic.ValidationError), run
         the endpoint's operation, and return its answer as JSON-ready data."""
         payload = self.input.model_validate({**(arguments or {}), **self.fixed})
-        result = self.operation(team=team, payload=payload)
+        # Search-shaped answers are recorded under the caller's name (see operations._recorded).
+        extra = {"source": source} if self.output is SearchOut else {}
+        result = self.operation(team=team, payload=payload, **extra)
         return TypeAdapter(self.output).dump_python(
             TypeAdapter(self.output).validate_python(result, from_attributes=True), mode="json"
         )
@@ -108,6 +112,15 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
         output=SearchOut,
         operation=operations.search,
         fixed={"kind": "lessons"},
+    ),
+    AgentTool(
+        name="report_usage",
+        description="After a search: report which results you used (and which were not helpful), by the "
+        "answer's search_id and the results' ids. The store ranks what agents use a little higher.",
+        endpoint="POST /feedback",
+        input=FeedbackIn,
+        output=FeedbackOut,
+        operation=operations.report_usage,
     ),
     AgentTool(
         name="semantic_search",

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
+from django.conf import settings
+
 from lessons.models import Lesson, Memory
+from lessons.search.usage import DEFAULT_HALF_LIFE_DAYS, DEFAULT_PRIOR, usage_signal
 
 # Lessons: frequency reaches full marks in the quality part at this many sightings (log-scaled).
 FREQUENCY_SATURATION = 10
@@ -33,23 +36,50 @@ def _clip(value: float) -> float:
     return 0.0 if value < 0 else 1.0 if value > 1 else float(value)
 
 
+def with_usage(quality: float, *, row: dict, now: datetime | None) -> float:
+    """The quality part plus SEARCH_USAGE_WEIGHT x the usage signal (`lessons.search.usage`),
+    capped at 1. Exactly `quality` for a row never reported used (or with the weight at 0), so
+    without feedback rankings are those of before. The most a use can add to a score is
+    w_quality x SEARCH_USAGE_WEIGHT: a hit ahead by more than that cannot be passed by usage alone."""
+    if not row.get("used_count"):
+        return quality
+    weight = float(getattr(settings, "SEARCH_USAGE_WEIGHT", 0.0))
+    if weight <= 0:
+        return quality
+    signal = usage_signal(
+        returned=row.get("returned_count") or 0,
+        used=row["used_count"],
+        not_helpful=row.get("not_helpful_count") or 0,
+        last_used_at=row.get("last_used_at"),
+        now=now,
+        prior=float(getattr(settings, "SEARCH_USAGE_PRIOR", DEFAULT_PRIOR)),
+        half_life_days=float(getattr(settings, "SEARCH_USAGE_HALF_LIFE_DAYS", DEFAULT_HALF_LIFE_DAYS)),
+    )
+    return _clip(quality + weight * signal)
+
+
 def lesson_quality(row: dict, now: datetime | None) -> float:
-    """0.7 x confidence + 0.3 x min(1, ln(1 + frequency) / ln(1 + FREQUENCY_SATURATION))."""
+    """0.7 x confidence + 0.3 x min(1, ln(1 + frequency) / ln(1 + FREQUENCY_SATURATION)), plus
+    the usage signal (issue 14)."""
     frequency = max(1, int(row.get("frequency", 1)))
     frequency_part = min(1.0, math.log1p(frequency) / math.log1p(FREQUENCY_SATURATION))
-    return _clip(0.7 * float(row.get("confidence", 0.5)) + 0.3 * frequency_part)
+    return with_usage(_clip(0.7 * float(row.get("confidence", 0.5)) + 0.3 * frequency_part), row=row, now=now)
 
 
 def memory_quality(row: dict, now: datetime | None) -> float:
     """0.7 x importance / 10 + 0.3 x recency (halving every RECENCY_HALF_LIFE_DAYS from
-    occurred_at, else updated_at)."""
+    occurred_at, else updated_at), plus the usage signal (issue 14)."""
     importance = float(row.get("importance", 5)) / 10.0
     moment = row.get("occurred_at") or row.get("updated_at")
     recency = 0.0
     if moment is not None and now is not None:
         age_days = max(0.0, (now - moment).total_seconds() / 86400.0)
         recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
-    return _clip(0.7 * importance + 0.3 * recency)
+    return with_usage(_clip(0.7 * importance + 0.3 * recency), row=row, now=now)
+
+
+# Issue 14: how often agents got and used a row ride along with every candidate (the usage signal).
+USAGE_FIELDS = ("returned_count", "used_count", "not_helpful_count", "last_returned_at", "last_used_at")
 
 
 @dataclass(frozen=True)
@@ -89,7 +119,7 @@ LESSONS = SearchKind(
     keyword_code="l",
     fields=(
         "id", "external_id", "title", "description", "context", "recommendation", "category", "confidence",
-        "frequency", "project_types", "tech_stacks", "tags", "status", "created_at", "updated_at",
+        "frequency", "project_types", "tech_stacks", "tags", "status", "created_at", "updated_at", *USAGE_FIELDS,
     ),
     exact_arrays=("tags", "tech_stacks"),
     exact_scalars=("category",),
@@ -107,7 +137,7 @@ MEMORIES = SearchKind(
     keyword_code="m",
     fields=(
         "id", "external_id", "content", "details", "categories", "importance", "people", "emotions",
-        "occurred_at", "version", "current_version_id", "created_at", "updated_at",
+        "occurred_at", "version", "current_version_id", "created_at", "updated_at", *USAGE_FIELDS,
     ),
     exact_arrays=("categories", "emotions"),
     exact_scalars=(),
@@ -119,4 +149,4 @@ MEMORIES = SearchKind(
 )
 
 SEARCH_KINDS: dict[str, SearchKind] = {kind.name: kind for kind in (LESSONS, MEMORIES)}
-TIMESTAMPS = frozenset({"created_at", "updated_at", "occurred_at"})
+TIMESTAMPS = frozenset({"created_at", "updated_at", "occurred_at", "last_returned_at", "last_used_at"})

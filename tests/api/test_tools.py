@@ -41,7 +41,7 @@ def _endpoint_parameters(openapi, tool) -> dict:
 
 def test_tools_cover_the_seeds_and_the_lesson_tools():
     names = {tool.name for tool in AGENT_TOOLS}
-    assert SEED_TOOLS | {"search_lessons", "store_lesson", "propose_lesson", "store_memory"} <= names
+    assert SEED_TOOLS | {"search_lessons", "store_lesson", "propose_lesson", "store_memory", "report_usage"} <= names
     assert len(names) == len(AGENT_TOOLS)
 
 
@@ -72,3 +72,10 @@ def test_get_tools_lists_them_as_function_calling_schemas(anonymous):
     first = response.json()[0]
     assert first["type"] == "function"
     assert set(first["function"]) == {"name", "description", "parameters"}
+
+
+def test_report_usage_takes_a_search_id_and_two_lists():
+    parameters = TOOLS_BY_NAME["report_usage"].parameters()
+    assert parameters["required"] == ["search_id"]
+    assert set(parameters["properties"]) == {"search_id", "used", "not_helpful"}
+    assert TOOLS_BY_NAME["report_usage"].endpoint == "POST /feedback"

@@ -18,9 +18,10 @@ from mcp import Client, StdioServerParameters
 
 from lessons.api.tools import AGENT_TOOLS
 from lessons.mcp_server import build_server
-from lessons.models import Lesson, Memory
+from lessons.models import Lesson, Memory, SearchRecord
 from lessons.services.api_keys import api_key_create
 from lessons.services.lessons import lesson_create
+from lessons.services.usage import search_record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -148,3 +149,27 @@ def test_manage_py_mcp_over_stdio_with_an_api_key(team, other_team):
     assert Memory.objects.get(pk=_payload(stored)["id"]).team == team
     assert not found.is_error, found.content[0].text
     assert [hit["id"] for hit in _payload(found)["results"]] == [ours.pk]
+
+
+def test_report_usage_closes_the_loop_for_the_servers_team_only(team, other_team):
+    ours = lesson_create(team=team, title="Enable row level security on multi-tenant tables")
+    theirs = lesson_create(team=other_team, title="Enable row level security on multi-tenant tables")
+    their_search = str(search_record(team=other_team, kind="lessons", operation="search", query="rls", mode="text",
+                                     result_ids=[theirs.pk], source="api"))
+
+    async def session(client):
+        found = _payload(await client.call_tool("search_lessons", {"query": "row level security", "mode": "text"}))
+        used = await client.call_tool("report_usage", {"search_id": found["search_id"], "used": [ours.pk]})
+        again = await client.call_tool("report_usage", {"search_id": found["search_id"], "used": [ours.pk]})
+        stranger = await client.call_tool("report_usage", {"search_id": found["search_id"], "used": [theirs.pk]})
+        foreign = await client.call_tool("report_usage", {"search_id": their_search, "used": [theirs.pk]})
+        return found, used, again, stranger, foreign
+
+    found, used, again, stranger, foreign = _run(session)(team)
+    assert SearchRecord.objects.get(pk=found["search_id"]).source == "mcp"
+    assert not used.is_error and _payload(used)["recorded"]["used"] == [ours.pk]
+    assert _payload(again)["already_recorded"] == [ours.pk]
+    assert stranger.is_error and _payload(stranger)["errors"][0]["field"] == "used"
+    assert foreign.is_error and "does not exist" in _payload(foreign)["detail"]
+    assert Lesson.objects.get(pk=ours.pk).used_count == 1
+    assert Lesson.objects.get(pk=theirs.pk).used_count == 0

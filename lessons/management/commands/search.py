@@ -1,7 +1,10 @@
 """`python manage.py search QUERY --team SLUG`: the engine from the command line.
 
 A readable table by default; with `--json`, the very object the API returns
-(`lessons.search.search_response_as_dict`), on stdout.
+(`lessons.search.search_response_as_dict`), on stdout, with its `search_id`: a `--json` search is
+recorded like an agent's (source "cli"; its results count as returned) so that a script can report
+the results it used to `POST /feedback`. `--no-record` leaves no trace; a table is never recorded
+(a person reading, not an agent using).
 """
 
 import json
@@ -11,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from lessons.models import Team
 from lessons.search import KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest, SearchRequestError, search
 from lessons.search.serialise import search_response_as_dict
+from lessons.services.usage import search_record
 
 TITLE_WIDTH = 70
 
@@ -32,6 +36,9 @@ class Command(BaseCommand):
         parser.add_argument("--fusion", default="weighted", help="weighted or rrf")
         parser.add_argument("--explain", action="store_true", help="show each result's parts")
         parser.add_argument("--json", action="store_true", help="print the API's JSON object instead of a table")
+        parser.add_argument(
+            "--no-record", action="store_true", help="with --json: do not record the search (no search_id, no counts)"
+        )
 
     def handle(self, *args, **options):
         team = Team.objects.filter(slug=options["team"]).first()
@@ -56,7 +63,15 @@ class Command(BaseCommand):
             raise CommandError(f"--{error.field.replace('_', '-')}: {error.message}") from error
 
         if options["json"]:
-            self.stdout.write(json.dumps(search_response_as_dict(response), indent=2, ensure_ascii=False))
+            answer = search_response_as_dict(response)
+            search_id = None
+            if not options["no_record"]:
+                search_id = search_record(
+                    team=team, kind=request.kind, operation="search", query=request.query, mode=response.mode,
+                    result_ids=[hit.id for hit in response.results], source="cli",
+                )
+            answer["search_id"] = None if search_id is None else str(search_id)
+            self.stdout.write(json.dumps(answer, indent=2, ensure_ascii=False))
             return
         self._table(response=response, explain=options["explain"])
 

@@ -1,0 +1,16 @@
+"""`POST /feedback`: which results of a search the agent used (issue 14: learning from use)."""
+
+from ninja import Router
+
+from lessons.api import operations
+from lessons.api.schemas import AUTHENTICATED, INVALID, NOT_FOUND, FeedbackIn, FeedbackOut
+
+router = Router(tags=["feedback"])
+
+
+@router.post("/feedback", response={202: FeedbackOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+def report_usage(request, payload: FeedbackIn):
+    """Report the results of a search (by its `search_id`) you used and those that were not helpful.
+    404 for a search that is not your team's (or was purged); 422 for an id the search did not return.
+    Reporting the same result again counts nothing (`already_recorded`)."""
+    return 202, operations.report_usage(team=request.auth.team, payload=payload)

@@ -1,0 +1,177 @@
+"""Learning from use (issue 14): what searches returned, and which results agents used.
+
+- `search_record` keeps one search-shaped answer (team, query, mode, result ids in order, time)
+  under a new `search_id` and adds 1 to `returned_count` of every row it returned: one SQL
+  statement (an INSERT and an `UPDATE ... WHERE id = ANY(...)` in one CTE), whatever the number
+  of results. It never touches `updated_at`, and it is the callers' choice (API, MCP, the CLI's
+  `search --json`), never the engine's: the engine stays a pure read.
+- `feedback_record` stores an agent's verdicts, once per (search, result): the first verdict
+  stands, a repeat is reported as already recorded and counts nothing. Counts move in the same
+  transaction as the verdicts, by increments in SQL, so concurrent reports cannot lose one.
+- `searches_purge` deletes searches older than the retention (their verdicts with them); the
+  counts on the rows stay.
+- `usage_reset` zeroes a team's counts and forgets its searches (the simulation starts clean).
+"""
+
+import logging
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from lessons.models import FeedbackVerdict, Lesson, Memory, SearchRecord, Team
+
+logger = logging.getLogger("lessons.usage")
+
+SOURCES = ("api", "mcp", "cli", "simulation")
+TABLES = {"lessons": Lesson._meta.db_table, "memories": Memory._meta.db_table}
+MAX_QUERY_RECORD_CHARS = 2_000
+
+
+def search_record(
+    *,
+    team: Team,
+    kind: str,
+    operation: str,
+    query: str,
+    mode: str,
+    result_ids: Sequence[int],
+    source: str,
+    now: datetime | None = None,
+) -> uuid.UUID | None:
+    """Keep the search and count its results as returned; its id, or None when the database
+    refused (logged): an answer is never lost for want of its record, it only has no search_id."""
+    if kind not in TABLES:
+        raise ValueError(f"kind: unknown kind {kind!r}")
+    if source not in SOURCES:
+        raise ValueError(f"source: unknown source {source!r}")
+    search_id = uuid.uuid4()
+    now = now or timezone.now()
+    ids = [int(i) for i in result_ids]
+    statement = (
+        "WITH record AS ("
+        f" INSERT INTO {SearchRecord._meta.db_table}"
+        " (id, team_id, kind, operation, query, mode, source, result_ids, created_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s::bigint[], %s) RETURNING id)"
+        f" UPDATE {TABLES[kind]} SET returned_count = returned_count + 1, last_returned_at = %s"
+        " WHERE team_id = %s AND id = ANY(%s::bigint[]) AND EXISTS (SELECT 1 FROM record)"
+    )
+    params = [
+        search_id, team.pk, kind, operation[:64], (query or "")[:MAX_QUERY_RECORD_CHARS], mode, source, ids, now,
+        now, team.pk, sorted(set(ids)),  # sorted: concurrent searches lock shared rows in one order
+    ]
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(statement, params)
+    except DatabaseError:
+        logger.exception("could not record a search of team %s; answered without a search_id", team.slug)
+        return None
+    return search_id
+
+
+@dataclass
+class FeedbackResult:
+    search_id: uuid.UUID
+    used: list[int] = field(default_factory=list)  # newly recorded
+    not_helpful: list[int] = field(default_factory=list)  # newly recorded
+    already_recorded: list[int] = field(default_factory=list)  # a verdict existed: nothing counted
+
+    def as_dict(self) -> dict:
+        return {
+            "search_id": str(self.search_id),
+            "recorded": {"used": self.used, "not_helpful": self.not_helpful},
+            "already_recorded": self.already_recorded,
+        }
+
+
+def _unique(values: Iterable[int]) -> list[int]:
+    return list(dict.fromkeys(int(v) for v in values))
+
+
+def feedback_record(
+    *, team: Team, search_id: uuid.UUID | str, used: Iterable[int] = (), not_helpful: Iterable[int] = (),
+    now: datetime | None = None,
+) -> FeedbackResult:
+    """Record which results of a search the agent used and which were not helpful.
+
+    Raises SearchRecord.DoesNotExist for an unknown search or another team's (the same answer:
+    another team's searches do not exist for you), ValidationError naming `used` or
+    `not_helpful` for an id that was not among the search's results or is in both lists."""
+    record = SearchRecord.objects.filter(team=team, pk=search_id).only("id", "kind", "result_ids").first()
+    if record is None:
+        raise SearchRecord.DoesNotExist(f"search {search_id} does not exist")
+    used, not_helpful = _unique(used), _unique(not_helpful)
+    returned = set(record.result_ids)
+    problems = {}
+    for name, ids in (("used", used), ("not_helpful", not_helpful)):
+        strangers = [i for i in ids if i not in returned]
+        if strangers:
+            problems[name] = (
+                f"not among the results of search {record.pk}: {', '.join(map(str, strangers))}"
+            )
+    both = sorted(set(used) & set(not_helpful))
+    if both and "not_helpful" not in problems:
+        problems["not_helpful"] = f"also reported as used: {', '.join(map(str, both))}; give each result one verdict"
+    if problems:
+        raise ValidationError(problems)
+
+    now = now or timezone.now()
+    verdicts = [(i, FeedbackVerdict.USED) for i in used] + [(i, FeedbackVerdict.NOT_HELPFUL) for i in not_helpful]
+    result = FeedbackResult(search_id=record.pk)
+    if not verdicts:
+        return result
+    table = TABLES[record.kind]
+    with transaction.atomic(), connection.cursor() as cursor:
+        # One verdict per (search, result): the unique constraint decides, also between two
+        # concurrent reports, and only the rows actually inserted move the counts.
+        cursor.execute(
+            "INSERT INTO lessons_searchfeedback (search_id, result_id, verdict, created_at)"
+            " SELECT %s, v.result_id, v.verdict, %s FROM unnest(%s::bigint[], %s::varchar[]) AS v(result_id, verdict)"
+            " ON CONFLICT (search_id, result_id) DO NOTHING RETURNING result_id, verdict",
+            [record.pk, now, [i for i, _ in verdicts], [str(v) for _, v in verdicts]],
+        )
+        inserted = {row[0]: row[1] for row in cursor.fetchall()}
+        result.used = [i for i in used if inserted.get(i) == FeedbackVerdict.USED]
+        result.not_helpful = [i for i in not_helpful if inserted.get(i) == FeedbackVerdict.NOT_HELPFUL]
+        result.already_recorded = [i for i, _ in verdicts if i not in inserted]
+        if result.used:
+            cursor.execute(
+                f"UPDATE {table} SET used_count = used_count + 1, last_used_at = %s"
+                " WHERE team_id = %s AND id = ANY(%s::bigint[])",
+                [now, team.pk, sorted(result.used)],
+            )
+        if result.not_helpful:
+            cursor.execute(
+                f"UPDATE {table} SET not_helpful_count = not_helpful_count + 1"
+                " WHERE team_id = %s AND id = ANY(%s::bigint[])",
+                [team.pk, sorted(result.not_helpful)],
+            )
+    return result
+
+
+def searches_purge(*, older_than_days: int | None = None, now: datetime | None = None, dry_run: bool = False) -> int:
+    """Delete searches (and their verdicts) older than the retention; how many."""
+    days = settings.SEARCH_RECORD_RETENTION_DAYS if older_than_days is None else older_than_days
+    if days < 0:
+        raise ValueError("older_than_days: must be 0 or more")
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    old = SearchRecord.objects.filter(created_at__lt=cutoff)
+    if dry_run:
+        return old.count()
+    deleted, per_model = old.delete()  # their verdicts with them
+    return per_model.get(SearchRecord._meta.label, 0)
+
+
+@transaction.atomic
+def usage_reset(*, team: Team) -> None:
+    """Zero the team's usage counts and forget its searches (for a simulation that starts clean)."""
+    SearchRecord.objects.filter(team=team).delete()
+    for model in (Lesson, Memory):
+        model.objects.filter(team=team).exclude(returned_count=0, used_count=0, not_helpful_count=0).update(
+            returned_count=0, used_count=0, not_helpful_count=0, last_returned_at=None, last_used_at=None
+        )

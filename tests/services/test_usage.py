@@ -1,0 +1,156 @@
+"""Recording searches and agents' feedback (lessons/services/usage.py), on the real database."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from lessons.models import Lesson, Memory, SearchFeedback, SearchRecord
+from lessons.services.usage import feedback_record, search_record, searches_purge, usage_reset
+from tests.factories import LessonFactory, MemoryFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def record(team, ids, *, kind="lessons", **kwargs):
+    return search_record(team=team, kind=kind, operation="search", query="q", mode="hybrid", result_ids=ids,
+                         source="api", **kwargs)
+
+
+def counts(model, pk):
+    row = model.objects.get(pk=pk)
+    return row.returned_count, row.used_count, row.not_helpful_count
+
+
+def test_search_record_keeps_the_search_and_counts_returns_in_one_statement(team, other_team):
+    a, b, c = LessonFactory(team=team), LessonFactory(team=team), LessonFactory(team=team)
+    stranger = LessonFactory(team=other_team)
+    updated_before = Lesson.objects.get(pk=a.pk).updated_at
+    with CaptureQueriesContext(connection) as queries:
+        search_id = record(team, [b.pk, a.pk, stranger.pk])
+    writes = [q["sql"] for q in queries.captured_queries if "INSERT" in q["sql"] or "UPDATE" in q["sql"]]
+    assert len(writes) == 1 and "= ANY(" in writes[0]
+    saved = SearchRecord.objects.get(pk=search_id)
+    assert (saved.team, saved.kind, saved.query, saved.mode, saved.source) == (team, "lessons", "q", "hybrid", "api")
+    assert saved.result_ids == [b.pk, a.pk, stranger.pk]  # in the order returned
+    assert counts(Lesson, a.pk) == (1, 0, 0) and counts(Lesson, b.pk) == (1, 0, 0)
+    assert counts(Lesson, c.pk) == (0, 0, 0)
+    assert counts(Lesson, stranger.pk) == (0, 0, 0)  # another team's row is never counted
+    assert Lesson.objects.get(pk=a.pk).last_returned_at is not None
+    assert Lesson.objects.get(pk=a.pk).updated_at == updated_before  # a count is not an edit
+    record(team, [a.pk])
+    assert counts(Lesson, a.pk) == (2, 0, 0)
+
+
+def test_search_record_counts_memories_on_their_table(team):
+    memory = MemoryFactory(team=team)
+    search_id = record(team, [memory.pk], kind="memories")
+    assert SearchRecord.objects.get(pk=search_id).kind == "memories"
+    assert counts(Memory, memory.pk) == (1, 0, 0)
+
+
+def test_an_empty_answer_is_recorded_too(team):
+    search_id = record(team, [])
+    assert SearchRecord.objects.get(pk=search_id).result_ids == []
+    with pytest.raises(ValidationError) as error:
+        feedback_record(team=team, search_id=search_id, used=[1])
+    assert "used" in error.value.message_dict
+
+
+def test_feedback_counts_used_and_not_helpful_once_per_result(team):
+    a, b, c = LessonFactory(team=team), LessonFactory(team=team), LessonFactory(team=team)
+    search_id = record(team, [a.pk, b.pk, c.pk])
+    result = feedback_record(team=team, search_id=search_id, used=[a.pk, a.pk], not_helpful=[c.pk])
+    assert result.as_dict() == {
+        "search_id": str(search_id), "recorded": {"used": [a.pk], "not_helpful": [c.pk]}, "already_recorded": [],
+    }
+    assert counts(Lesson, a.pk) == (1, 1, 0) and counts(Lesson, c.pk) == (1, 0, 1)
+    assert Lesson.objects.get(pk=a.pk).last_used_at is not None
+    # The same report again, and a change of mind: nothing counts twice, the first verdict stands.
+    again = feedback_record(team=team, search_id=search_id, used=[a.pk, b.pk], not_helpful=[])
+    assert again.used == [b.pk] and again.already_recorded == [a.pk]
+    flipped = feedback_record(team=team, search_id=search_id, used=[c.pk])
+    assert flipped.used == [] and flipped.already_recorded == [c.pk]
+    assert counts(Lesson, a.pk) == (1, 1, 0) and counts(Lesson, b.pk) == (1, 1, 0) and counts(Lesson, c.pk) == (1, 0, 1)
+    assert SearchFeedback.objects.filter(search_id=search_id).count() == 3
+
+
+def test_a_second_search_may_count_the_same_result_again(team):
+    a = LessonFactory(team=team)
+    for _ in range(2):
+        feedback_record(team=team, search_id=record(team, [a.pk]), used=[a.pk])
+    assert counts(Lesson, a.pk) == (2, 2, 0)
+
+
+def test_another_teams_search_does_not_exist(team, other_team):
+    a = LessonFactory(team=other_team)
+    search_id = record(other_team, [a.pk])
+    with pytest.raises(SearchRecord.DoesNotExist):
+        feedback_record(team=team, search_id=search_id, used=[a.pk])
+    with pytest.raises(SearchRecord.DoesNotExist):
+        feedback_record(team=team, search_id=uuid.uuid4(), used=[])
+    assert counts(Lesson, a.pk) == (1, 0, 0)
+
+
+def test_ids_not_returned_or_given_two_verdicts_are_refused_and_nothing_is_written(team):
+    a, b = LessonFactory(team=team), LessonFactory(team=team)
+    search_id = record(team, [a.pk])
+    with pytest.raises(ValidationError) as error:
+        feedback_record(team=team, search_id=search_id, used=[a.pk], not_helpful=[b.pk])
+    assert list(error.value.message_dict) == ["not_helpful"]
+    assert str(b.pk) in error.value.message_dict["not_helpful"][0]
+    with pytest.raises(ValidationError) as error:
+        feedback_record(team=team, search_id=search_id, used=[a.pk], not_helpful=[a.pk])
+    assert "not_helpful" in error.value.message_dict
+    assert counts(Lesson, a.pk) == (1, 0, 0)
+    assert not SearchFeedback.objects.exists()
+
+
+def test_purge_forgets_old_searches_and_their_feedback_but_keeps_the_counts(team):
+    a = LessonFactory(team=team)
+    old = record(team, [a.pk], now=timezone.now() - timedelta(days=40))
+    feedback_record(team=team, search_id=old, used=[a.pk])
+    recent = record(team, [a.pk])
+    assert searches_purge(older_than_days=30, dry_run=True) == 1
+    assert SearchRecord.objects.count() == 2
+    assert searches_purge(older_than_days=30) == 1
+    assert list(SearchRecord.objects.values_list("pk", flat=True)) == [recent]
+    assert not SearchFeedback.objects.exists()
+    assert counts(Lesson, a.pk) == (2, 1, 0)
+    with pytest.raises(SearchRecord.DoesNotExist):
+        feedback_record(team=team, search_id=old, used=[a.pk])
+
+
+def test_usage_reset_zeroes_one_team(team, other_team):
+    a, theirs = LessonFactory(team=team), LessonFactory(team=other_team)
+    feedback_record(team=team, search_id=record(team, [a.pk]), used=[a.pk])
+    feedback_record(team=other_team, search_id=record(other_team, [theirs.pk]), used=[theirs.pk])
+    usage_reset(team=team)
+    assert counts(Lesson, a.pk) == (0, 0, 0)
+    assert Lesson.objects.get(pk=a.pk).last_used_at is None
+    assert not SearchRecord.objects.filter(team=team).exists()
+    assert counts(Lesson, theirs.pk) == (1, 1, 0)
+
+
+def test_counts_survive_an_edit_made_from_a_stale_copy(team):
+    from lessons.services.lessons import lesson_update
+
+    stale = LessonFactory(team=team)
+    feedback_record(team=team, search_id=record(team, [stale.pk]), used=[stale.pk])
+    lesson_update(lesson=stale, title="A new title")  # `stale` still holds count 0 in memory
+    assert counts(Lesson, stale.pk) == (1, 1, 0)
+
+
+def test_a_search_that_cannot_be_recorded_is_answered_without_an_id(team, caplog):
+    a = LessonFactory(team=team)
+    refused = search_record(team=team, kind="lessons", operation="search", query="q", mode="m" * 30,
+                            result_ids=[a.pk], source="api")  # longer than the column: the database refuses
+    assert refused is None
+    assert "could not record a search" in caplog.text
+    assert not SearchRecord.objects.exists()
+    assert counts(Lesson, a.pk) == (0, 0, 0)  # nothing half-written
+    assert record(team, [a.pk]) is not None  # and the connection is still usable
