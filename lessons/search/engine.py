@@ -14,9 +14,12 @@ candidates (dividing by the best candidate turned flat, meaningless cosines into
   tech stack or project type, the slot holds 0.5 x K + 0.5 x metadata (the share of the caller's
   tech stack the lesson names, and 1/0 for naming the caller's project type).
 - Q, quality: lessons 0.7 x confidence + 0.3 x min(1, ln(1 + frequency) / ln 11); memories
-  0.7 x importance / 10 + 0.3 x 0.5^(age in days / 180).
+  0.7 x importance / 10 + 0.3 x 0.5^(age in days / 180); plus SEARCH_USAGE_WEIGHT x the usage
+  signal (usage.py) for rows agents reported using, capped at 1 (kinds.py).
 - penalty: a lesson naming tech stacks, none of them the caller's, has S halved (seed 000).
-Weights: settings.SEARCH_WEIGHTS or the request's, renormalised over the parts a search can use
+Weights: the request's, else settings.SEARCH_WEIGHTS for short queries (<= 2 content terms) moving
+linearly to settings.SEARCH_WEIGHTS_LONG at 8 terms (short queries lean on meaning, long ones on
+words: measured on the dev sets), renormalised over the parts a search can use
 (text mode and a search without a model have no S; semantic mode no K unless the caller gave a
 tech stack or project type), so every score is 0..1 and means the same across searches.
 Because the parts are absolute, a leg with little to say (flat cosines, only common words
