@@ -16,6 +16,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 
 from lessons.api import errors
 from lessons.api.auth import api_auth
+from lessons.api.curation import router as curation_router
 from lessons.api.health import router as health_router
 from lessons.api.lessons import router as lessons_router
 from lessons.api.memories import router as memories_router
@@ -39,6 +40,8 @@ api = NinjaAPI(
 )
 
 api.add_router("", search_router)
+# Before the lessons and memories routers: `/lessons/duplicates` must not be read as a lesson id.
+api.add_router("", curation_router)
 api.add_router("", lessons_router)
 api.add_router("", memories_router)
 api.add_router("", health_router)
