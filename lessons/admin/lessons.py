@@ -1,6 +1,9 @@
 from django.contrib import admin, messages
+from django.urls import path
 
 from lessons.admin.common import changed_values
+from lessons.admin.duplicates import lesson_duplicates_view
+from lessons.admin.proposals import proposals_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
 from lessons.models import Lesson
 from lessons.services import lessons as lesson_services
@@ -49,3 +52,12 @@ class LessonAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
             service(lesson=lesson)
             done += 1
         self.message_user(request, f"{done} lesson(s) {verb}.", messages.SUCCESS)
+
+    def get_urls(self):
+        # The curation pages (lessons/admin/proposals.py, duplicates.py), before the "<id>/" patterns.
+        view = self.admin_site.admin_view
+        return [
+            path("proposals/", view(lambda request: proposals_view(self, request)), name="lessons_lesson_proposals"),
+            path("duplicates/", view(lambda request: lesson_duplicates_view(self, request)), name="lessons_lesson_duplicates"),
+            *super().get_urls(),
+        ]

@@ -1,6 +1,9 @@
 from django.contrib import admin
+from django.urls import path
 
 from lessons.admin.common import changed_values
+from lessons.admin.duplicates import memory_duplicates_view
+from lessons.admin.history import restore_version_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
 from lessons.models import Memory
 from lessons.services import memories as memory_services
@@ -21,21 +24,6 @@ class MemoryCurrentFilter(admin.SimpleListFilter):
         return queryset
 
 
-class EarlierVersionInline(admin.TabularInline):
-    model = Memory
-    fk_name = "current_version"
-    verbose_name = "earlier version"
-    verbose_name_plural = "earlier versions"
-    fields = ("version", "content", "details", "updated_at")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    ordering = ("-version",)
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(Memory)
 class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
     list_display = (
@@ -48,7 +36,6 @@ class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
         "version", "created_at", "updated_at", "embedding_status", "embedding_model", "embedded_at", "content_hash"
     )
     actions = ("reembed_selected",)
-    inlines = (EarlierVersionInline,)
     fieldsets = (
         (None, {"fields": ("team", "external_id", "content", "details")}),
         ("About", {"fields": ("categories", "importance", "people", "emotions", "occurred_at")}),
@@ -79,3 +66,16 @@ class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
 
     def delete_model(self, request, obj):
         memory_services.memory_delete(memory=obj)
+
+    def get_urls(self):
+        # The curation pages (lessons/admin/duplicates.py, history.py), before the "<id>/" patterns.
+        view = self.admin_site.admin_view
+        return [
+            path("duplicates/", view(lambda request: memory_duplicates_view(self, request)), name="lessons_memory_duplicates"),
+            path(
+                "<int:memory_id>/versions/<int:version_id>/restore/",
+                view(lambda request, **ids: restore_version_view(self, request, **ids)),
+                name="lessons_memory_restore_version",
+            ),
+            *super().get_urls(),
+        ]

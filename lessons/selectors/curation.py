@@ -29,12 +29,16 @@ MAX_DUPLICATE_LIMIT = 200
 # Neighbours looked at per row. A row with more than this many near copies still shows in pairs
 # with the closest ones; merging those brings the next ones up.
 NEIGHBOURS_PER_ROW = 5
+# HNSW candidate list per probe for duplicates. Near copies are what an HNSW graph finds best, so a
+# short list suffices: on the demo data 20 finds exactly the pairs an exact scan finds (tested),
+# at half the time of 100 (65 against 130 ms for the 185 probes, on a busy 2-core machine).
+DUPLICATE_EF_SEARCH = 20
 PROPOSAL_NEIGHBOURS = 3
 # The rows a page of the admin shows without an embedding column: vectors never leave the database.
 _DEFERRED = ("embedding", "search_vector")
 
 
-def _vector_settings(cursor) -> None:
+def _vector_settings(cursor, *, ef_search: int | None = None) -> None:
     """Settings for this transaction only. An iterative index scan keeps going until the team
     filter has let k rows through, so a small team inside a big table still finds its neighbours.
     `enable_sort = off` makes the planner take the HNSW index for the per-row nearest neighbours:
@@ -42,7 +46,8 @@ def _vector_settings(cursor) -> None:
     per row (290 ms for the demo's 185 lessons, against 50 ms by the index). Sorts the statement
     needs (the final ORDER BY) still run."""
     cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    cursor.execute(f"SET LOCAL hnsw.ef_search = {int(getattr(settings, 'SEARCH_HNSW_EF_SEARCH', 100))}")
+    ef_search = ef_search or int(getattr(settings, "SEARCH_HNSW_EF_SEARCH", 100))
+    cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
     cursor.execute("SET LOCAL enable_sort = off")
     cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(getattr(settings, 'SEARCH_HNSW_MAX_SCAN_TUPLES', 20000))}")
 
@@ -66,6 +71,10 @@ class DuplicatePair:
     @property
     def similarity(self) -> float:
         return 1.0 - self.distance
+
+    @property
+    def both(self) -> tuple:
+        return (self.first, self.second)
 
 
 _PAIRS_SQL = """
@@ -102,7 +111,7 @@ def _pair_rows(*, model, kind: str, team: Team, row_filter: str, params: dict, t
         row_filter_b=row_filter.format(t="b"),
     )
     with transaction.atomic(), connection.cursor() as cursor:
-        _vector_settings(cursor)
+        _vector_settings(cursor, ef_search=DUPLICATE_EF_SEARCH)
         cursor.execute(
             sql,
             {

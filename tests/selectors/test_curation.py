@@ -172,3 +172,27 @@ def test_word_diff_groups_a_rewritten_run_into_one_change():
     assert word_diff("same", "same") == [DiffPart("equal", "same")]
     assert word_diff("", "new") == [DiffPart("insert", "new")]
     assert word_diff("<b>old</b>", "") == [DiffPart("delete", "<b>old</b>")]
+
+
+EXACT_PAIRS_SQL = """
+    SELECT a.id, b.id FROM {table} a JOIN {table} b ON a.team_id = b.team_id AND a.id < b.id
+     WHERE a.team_id = %s AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL AND {condition}
+       AND (a.embedding <=> b.embedding) < %s
+     ORDER BY a.embedding <=> b.embedding
+"""
+
+
+@pytest.mark.parametrize("kind", ["lessons", "memories"])
+def test_the_index_finds_what_an_exact_comparison_of_every_pair_finds_on_the_demo_data(demo_team, kind):
+    threshold = 0.35  # wider than the default, so that there is something to find
+    if kind == "lessons":
+        table, condition = "lessons_lesson", "a.status <> 'rejected' AND b.status <> 'rejected'"
+        found = lesson_duplicate_pairs(team=demo_team, threshold=threshold, limit=200)
+    else:
+        table, condition = "lessons_memory", "a.current_version_id IS NULL AND b.current_version_id IS NULL"
+        found = memory_duplicate_pairs(team=demo_team, threshold=threshold, limit=200)
+    with connection.cursor() as cursor:
+        cursor.execute(EXACT_PAIRS_SQL.format(table=table, condition=condition), [demo_team.pk, threshold])
+        exact = [tuple(row) for row in cursor.fetchall()]
+    assert len(exact) >= 2
+    assert pair_ids(found) == exact
