@@ -21,3 +21,10 @@ def memory_history(context, memory):
         "can_restore": request is not None and request.user.has_perm("lessons.change_memory"),
         "csrf_token": context.get("csrf_token"),
     }
+
+
+@register.simple_tag
+def memory_version_count(memory) -> int:
+    """How many versions the memory `memory` belongs to has (itself included)."""
+    current_id = memory.current_version_id or memory.pk
+    return 1 + type(memory).objects.filter(current_version_id=current_id).count()
