@@ -102,7 +102,13 @@ def test_duplicates_page_merge_with_the_other_text_and_dismiss(admin_page, curat
     expect(cards).to_have_count(2)  # the two restatements; nothing unrelated
     expect(admin_page.locator(f"#pair-{pin.pk}-{pin_again.pk}")).to_be_visible()
     expect(admin_page.locator(f"#pair-{n1.pk}-{n1_again.pk}")).to_be_visible()
-    screenshot("duplicates")
+    shot = screenshot("duplicates")
+    # The README's picture: the page's content, without the header and sidebar (a smaller PNG).
+    content = admin_page.locator("#content").bounding_box()
+    admin_page.screenshot(
+        path=str(shot.with_name("duplicates-readme.png")),
+        clip={"x": content["x"], "y": content["y"], "width": content["width"], "height": 690},
+    )
 
     # Keep the second lesson, but with the first one's text.
     pair = admin_page.locator(f"#pair-{pin.pk}-{pin_again.pk}")
