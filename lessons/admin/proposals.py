@@ -15,7 +15,7 @@ from lessons.selectors.curation import proposal_count, proposal_queue
 from lessons.services import curation as curation_services
 from lessons.services import lessons as lesson_services
 
-PAGE_SIZE = 20
+PAGE_SIZE = 10
 
 
 class ProposalsFilter(forms.Form):
@@ -61,7 +61,11 @@ def _act(model_admin, request):
     if proposal is None or proposal.status != LessonStatus.PROPOSED:
         messages.warning(request, "That proposal has already been handled; the queue below is up to date.")
         return back_to(request, fallback)
+    # Accept and reject are `action`; a merge button names the lesson to merge into.
     action = request.POST.get("action")
+    into = post_int(request, "merge_into") or post_int(request, "merge_into_with_text")
+    if into is not None:
+        action = "merge_text" if "merge_into_with_text" in request.POST else "merge"
     try:
         if action == "accept":
             lesson_services.lesson_accept(lesson=proposal)
@@ -71,7 +75,7 @@ def _act(model_admin, request):
             messages.success(request, f"Rejected “{proposal.title}”.")
         elif action in ("merge", "merge_text"):
             require(model_admin.has_delete_permission(request))
-            target = Lesson.objects.filter(pk=post_int(request, "into") or 0).first()
+            target = Lesson.objects.filter(pk=into).first()
             if target is None:
                 messages.error(request, "The lesson to merge into no longer exists.")
                 return back_to(request, fallback)
