@@ -2,6 +2,7 @@
 
 from django import template
 
+from lessons.selectors.curation import lesson_merge_history
 from lessons.selectors.curation import memory_history as memory_history_selector
 
 register = template.Library()
@@ -28,3 +29,9 @@ def memory_version_count(memory) -> int:
     """How many versions the memory `memory` belongs to has (itself included)."""
     current_id = memory.current_version_id or memory.pk
     return 1 + type(memory).objects.filter(current_version_id=current_id).count()
+
+
+@register.inclusion_tag("admin/lessons/lesson/includes/merges.html")
+def lesson_merges(lesson):
+    """The lessons merged into `lesson`, newest merge first, as they were."""
+    return {"merges": lesson_merge_history(lesson=lesson), "lesson": lesson}

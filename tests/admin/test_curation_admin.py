@@ -145,3 +145,30 @@ def test_the_queue_is_paged_oldest_first(admin_client, team):
     assert [review.proposal.pk for review in second.context["reviews"]] == [p.pk for p in proposals[10:]]
     assert "showing 11–12" in second.content.decode()
     assert admin_client.get(PROPOSALS, {"team": "acme", "page": "x"}).status_code == 200
+
+
+def test_a_lessons_page_lists_the_lessons_merged_into_it(admin_client, team):
+    from lessons.services.curation import lesson_merge
+
+    kept, other = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN, frequency=4)
+    lesson_merge(keep=kept, merged=[other], text_from=other)
+    page = admin_client.get(reverse("admin:lessons_lesson_change", args=[kept.pk])).content.decode()
+    assert "Merged into this lesson" in page
+    assert f'data-merged="{other.pk}"' in page and "its text kept" in page
+    untouched = lesson(team, {"title": "Nothing merged here"})
+    assert "Merged into this lesson" not in admin_client.get(
+        reverse("admin:lessons_lesson_change", args=[untouched.pk])
+    ).content.decode()
+
+
+def test_a_not_a_duplicate_mark_can_be_taken_back(admin_client, team):
+    from lessons.services.curation import duplicate_dismiss
+
+    pin, pin_again = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    embed(pin, pin_again)
+    mark = duplicate_dismiss(team=team, kind="lesson", first_id=pin.pk, second_id=pin_again.pk)
+    assert admin_client.get(DUPLICATES).context["pairs"] == []
+    listing = admin_client.get(reverse("admin:lessons_duplicatedismissal_changelist"))
+    assert listing.status_code == 200 and str(pin_again.pk) in listing.content.decode()
+    admin_client.post(reverse("admin:lessons_duplicatedismissal_delete", args=[mark.pk]), {"post": "yes"})
+    assert len(admin_client.get(DUPLICATES).context["pairs"]) == 1

@@ -121,6 +121,11 @@ def test_duplicates_page_merge_with_the_other_text_and_dismiss(admin_page, curat
     assert (pin_again.title, pin_again.frequency, pin_again.confidence) == (DOCKER_PIN["title"], 3, 0.9)
     assert (pin_again.tags, pin_again.tech_stacks) == (["ci", "docker"], ["docker"])
     assert not Lesson.objects.filter(pk=pin.pk).exists()
+    # The kept lesson's page records what was merged into it.
+    duplicates_url = admin_page.url
+    admin_page.goto(f"/admin/lessons/lesson/{pin_again.pk}/change/")
+    expect(admin_page.locator("#merges")).to_contain_text(f"#{pin.pk} {DOCKER_PIN['title']}")
+    admin_page.goto(duplicates_url)
 
     admin_page.locator(f"#pair-{n1.pk}-{n1_again.pk}").get_by_role("button", name="Not a duplicate").click()
     expect(message(admin_page)).to_contain_text("marked as not duplicates")
