@@ -2,6 +2,7 @@ from django.contrib import admin
 
 from lessons.admin.common import changed_values
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
+from lessons.admin.search import CuratedTeamFilter, EngineSearchMixin, memory_search_filters
 from lessons.models import Memory
 from lessons.services import memories as memory_services
 
@@ -37,11 +38,11 @@ class EarlierVersionInline(admin.TabularInline):
 
 
 @admin.register(Memory)
-class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
+class MemoryAdmin(EngineSearchMixin, EmbeddingAdminMixin, admin.ModelAdmin):
     list_display = (
         "content", "team", "importance", "categories", "people", "version", "embedding_status", "occurred_at"
     )
-    list_filter = (MemoryCurrentFilter, "team", "importance", EmbeddingStatusFilter)
+    list_filter = (MemoryCurrentFilter, CuratedTeamFilter, "importance", EmbeddingStatusFilter)
     search_fields = ("content", "details", "external_id", "people", "categories", "emotions")
     list_select_related = ("team",)
     readonly_fields = (
@@ -55,6 +56,11 @@ class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
         ("Embedding", {"fields": ("embedding_status", "embedding_model", "embedded_at", "content_hash")}),
         ("History", {"fields": ("version", "created_at", "updated_at")}),
     )
+
+    search_kind = "memories"
+
+    def engine_search_filters(self, request):
+        return memory_search_filters(request)
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
@@ -79,3 +85,6 @@ class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
 
     def delete_model(self, request, obj):
         memory_services.memory_delete(memory=obj)
+
+    def delete_queryset(self, request, queryset):
+        memory_services.memory_delete_many(memories=queryset)
