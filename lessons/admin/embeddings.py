@@ -76,6 +76,8 @@ def embedding_job_view(request, token: str):
     progress = embedding_job_progress(job=job)
     model = EMBEDDED_KINDS[job.kind]
     failed = job.status == TaskResultStatus.FAILED or bool(job.outcome.get("failed"))
+    if job.status == TaskResultStatus.SUCCESSFUL and not progress.finished:
+        failed = True
     context = {
         **admin.site.each_context(request),
         "title": f"Re-embedding {progress.total} {model._meta.verbose_name_plural}",
@@ -83,7 +85,8 @@ def embedding_job_view(request, token: str):
         "job": job,
         "progress": progress,
         "failed": failed,
-        "refresh": not progress.finished and job.status != TaskResultStatus.FAILED,
+        # Reload while the queue still has the task; a task that ended with rows left has failed them.
+        "refresh": not progress.finished and job.status in (TaskResultStatus.READY, TaskResultStatus.RUNNING),
         "opts": model._meta,
         "changelist_url": reverse(f"admin:lessons_{model._meta.model_name}_changelist"),
     }
