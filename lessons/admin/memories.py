@@ -5,6 +5,7 @@ from lessons.admin.common import changed_values
 from lessons.admin.duplicates import memory_duplicates_view
 from lessons.admin.history import restore_version_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
+from lessons.admin.search import CuratedTeamFilter, EngineSearchMixin, memory_search_filters
 from lessons.models import Memory
 from lessons.services import memories as memory_services
 
@@ -25,11 +26,11 @@ class MemoryCurrentFilter(admin.SimpleListFilter):
 
 
 @admin.register(Memory)
-class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
+class MemoryAdmin(EngineSearchMixin, EmbeddingAdminMixin, admin.ModelAdmin):
     list_display = (
         "content", "team", "importance", "categories", "people", "version", "embedding_status", "occurred_at"
     )
-    list_filter = (MemoryCurrentFilter, "team", "importance", EmbeddingStatusFilter)
+    list_filter = (MemoryCurrentFilter, CuratedTeamFilter, "importance", EmbeddingStatusFilter)
     search_fields = ("content", "details", "external_id", "people", "categories", "emotions")
     list_select_related = ("team",)
     readonly_fields = (
@@ -42,6 +43,11 @@ class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
         ("Embedding", {"fields": ("embedding_status", "embedding_model", "embedded_at", "content_hash")}),
         ("History", {"fields": ("version", "created_at", "updated_at")}),
     )
+
+    search_kind = "memories"
+
+    def engine_search_filters(self, request):
+        return memory_search_filters(request)
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
@@ -66,6 +72,9 @@ class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
 
     def delete_model(self, request, obj):
         memory_services.memory_delete(memory=obj)
+
+    def delete_queryset(self, request, queryset):
+        memory_services.memory_delete_many(memories=queryset)
 
     def get_urls(self):
         # The curation pages (lessons/admin/duplicates.py, history.py), before the "<id>/" patterns.

@@ -3,7 +3,7 @@
 
 Fixtures (names are stable; other test modules rely on them):
 
-- `browser`: one headless Chromium for the whole test session (`/usr/bin/chromium`, or
+- `browser`: one headless Chromium per test module (`/usr/bin/chromium`, or
   `CHROMIUM_PATH`). Playwright's own browser download is not used.
 - `page`: a fresh browser context and page for one test, anonymous, 1280x800, with a short default
   timeout so a missing element fails fast. Its base URL is the live server's, so paths work:
@@ -47,7 +47,11 @@ VIEWPORT = {"width": 1280, "height": 800}
 TIMEOUT_MS = 10_000
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an asyncio loop running in the test thread
+# while it is started, and the MCP tests (tests/mcp/, collected after tests/browser/) then fail
+# with "Already running asyncio in this thread". Stopping it after each browser module frees the
+# thread; a Chromium start costs about a second.
+@pytest.fixture(scope="module")
 def browser():
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS, headless=True)
