@@ -318,6 +318,7 @@ class DuplicateDismissal(models.Model):
 
     class Meta:
         ordering = ["-dismissed_at", "-id"]
+        verbose_name = "not-a-duplicate mark"
         constraints = [
             models.UniqueConstraint(fields=["team", "kind", "low_id", "high_id"], name="duplicate_dismissal_once"),
             models.CheckConstraint(condition=Q(low_id__lt=models.F("high_id")), name="duplicate_dismissal_ordered"),
