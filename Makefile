@@ -6,13 +6,20 @@ export DJANGO_DEBUG ?= 1
 
 .PHONY: run test install bootstrap clean-data
 
+# The browser tests (tests/browser/) drive Debian's chromium through Playwright: Playwright's own
+# browser download (`playwright install`) cannot be fetched here, Debian's package can.
+CHROMIUM := /usr/bin/chromium
+
+$(CHROMIUM):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed $(CHROMIUM)
 
 bootstrap: install
 	$(PY) manage.py bootstrap

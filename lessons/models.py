@@ -341,3 +341,57 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class LessonMerge(models.Model):
+    """A lesson that was merged into another one and deleted: what it said, so the merge can be
+    read (and undone by hand) later. When a lesson that absorbed others is itself merged, its
+    records move to the lesson that absorbs it."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="lesson_merges")
+    lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="merges")
+    merged_lesson_id = models.BigIntegerField(help_text="The id the merged lesson had.")
+    merged_title = models.CharField(max_length=300)
+    merged_fields = models.JSONField(default=dict, help_text="The merged lesson's fields as they were.")
+    text_kept = models.BooleanField(
+        default=False, help_text="The kept lesson took its text (title, description, context, recommendation) from this one."
+    )
+    merged_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-merged_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["merged_lesson_id"], name="lesson_merge_once"),
+        ]
+        indexes = [models.Index(fields=["lesson", "-merged_at"], name="lesson_merge_by_lesson")]
+
+    def __str__(self):
+        return f"{self.merged_title} (#{self.merged_lesson_id}) -> #{self.lesson_id}"
+
+
+class DuplicateKind(models.TextChoices):
+    LESSON = "lesson"
+    MEMORY = "memory"
+
+
+class DuplicateDismissal(models.Model):
+    """A curator said two rows are not duplicates: the pair stops showing among the duplicates.
+    The ids are stored ordered (`low_id < high_id`), so (a, b) and (b, a) are the same pair."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="duplicate_dismissals")
+    kind = models.CharField(max_length=10, choices=DuplicateKind.choices)
+    low_id = models.BigIntegerField()
+    high_id = models.BigIntegerField()
+    dismissed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-dismissed_at", "-id"]
+        verbose_name = "not-a-duplicate mark"
+        constraints = [
+            models.UniqueConstraint(fields=["team", "kind", "low_id", "high_id"], name="duplicate_dismissal_once"),
+            models.CheckConstraint(condition=Q(low_id__lt=models.F("high_id")), name="duplicate_dismissal_ordered"),
+            models.CheckConstraint(condition=Q(kind__in=DuplicateKind.values), name="duplicate_dismissal_kind_known"),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} {self.low_id} / {self.high_id} are not duplicates"

@@ -34,3 +34,19 @@ def embed_pending(*, kind: str, team_id: int) -> dict:
     except EmbeddingUnavailable as error:  # logged; the rows stay pending for the next backfill
         return {"embedded": 0, "failed": 0, "reason": str(error)}
     return {"embedded": report.embedded, "failed": len(report.failed_ids), "reason": None}
+
+
+@task()
+def reembed_items(*, kind: str, ids: list[int]) -> dict:
+    """Re-embed the rows `ids` of `kind`, fresh ones too (the admin's "Re-embed selected"), in
+    committed batches; the admin reads the progress from the rows (lessons.selectors.embedding_jobs)."""
+    try:
+        report = embedding_backfill(kind=kind, ids=ids, include_fresh=True)
+    except EmbeddingUnavailable as error:  # logged; the rows keep the vectors they had
+        return {"embedded": 0, "failed": len(ids), "changed": 0, "reason": str(error)}
+    return {
+        "embedded": report.embedded,
+        "failed": report.failed,
+        "changed": report.changed,
+        "reason": "; ".join(report.failure_reasons) or None,
+    }

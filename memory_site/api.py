@@ -10,13 +10,14 @@ from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError
-from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 
 from lessons.api import errors
 from lessons.api.auth import api_auth
 from lessons.api.feedback import router as feedback_router
+from lessons.api.curation import router as curation_router
+from lessons.api.docs import MemoryStoreAPI, StaffSwagger
 from lessons.api.health import router as health_router
 from lessons.api.lessons import router as lessons_router
 from lessons.api.memories import router as memories_router
@@ -26,21 +27,24 @@ from lessons.search.types import SearchRequestError
 
 logger = logging.getLogger("lessons.api")
 
-api = NinjaAPI(
+api = MemoryStoreAPI(
     title="Memory Store API",
     version="1.0.0",
     description=(
         "Lessons learned and personal memories for AI agents, found by hybrid search. "
         "Authenticate with `Authorization: Bearer <key>`; every request sees only the key's team. "
         "Staff signed in to the admin may call the API from the browser for any team, named with the "
-        "`X-Team: <slug>` header or the `?team=<slug>` query parameter."
+        "`X-Team: <slug>` header or the `?team=<slug>` query parameter (the docs page has a team picker)."
     ),
     urls_namespace="api-v1",
     auth=api_auth,
+    docs=StaffSwagger(),
 )
 
 api.add_router("", search_router)
 api.add_router("", feedback_router)
+# Before the lessons and memories routers: `/lessons/duplicates` must not be read as a lesson id.
+api.add_router("", curation_router)
 api.add_router("", lessons_router)
 api.add_router("", memories_router)
 api.add_router("", health_router)

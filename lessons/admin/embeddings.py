@@ -1,12 +1,20 @@
 """The embedding status in the admin lists (computed in SQL, see lessons.selectors.embeddings), a
-filter on it, and the "Re-embed selected" action, which goes through the backfill service."""
+filter on it, and the "Re-embed selected" action: it queues a task (lessons.services.embedding_jobs)
+and shows a page with the job's progress, read from the rows."""
+
+import uuid
 
 from django.contrib import admin, messages
+from django.http import Http404, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django_tasks import TaskResultStatus
 
-from lessons.embedding import EmbeddingUnavailable
 from lessons.models import EmbeddingStatus
-from lessons.selectors.embeddings import with_embedding_status
-from lessons.services.embeddings import embedding_backfill, embedding_kind
+from lessons.selectors.embedding_jobs import embedding_job_progress
+from lessons.selectors.embeddings import EMBEDDED_KINDS, with_embedding_status
+from lessons.services.embedding_jobs import EmbeddingJob, embedding_job_enqueue
+from lessons.services.embeddings import embedding_kind
 
 
 class EmbeddingStatusFilter(admin.SimpleListFilter):
@@ -34,18 +42,69 @@ class EmbeddingAdminMixin:
         return EmbeddingStatus(status).label if status else "-"
 
 
-    @admin.action(description="Re-embed selected")
+    @admin.action(description="Re-embed selected (in the background)")
     def reembed_selected(self, request, queryset):
         ids = list(queryset.values_list("pk", flat=True))
-        kind = embedding_kind(queryset.model())
-        try:
-            report = embedding_backfill(kind=kind, ids=ids, include_fresh=True)
-        except EmbeddingUnavailable as error:
-            self.message_user(request, f"Re-embedded 0, failed {len(ids)}: {error}", messages.ERROR)
-            return
-        text = f"Re-embedded {report.embedded}, failed {report.failed}."
-        if report.failure_reasons:
-            text += " " + "; ".join(report.failure_reasons)
-        if report.changed:
-            text += f" {report.changed} changed while embedding and were left for their own update."
-        self.message_user(request, text, messages.WARNING if report.failed or report.changed else messages.SUCCESS)
+        job = embedding_job_enqueue(kind=embedding_kind(queryset.model()), ids=ids)
+        if job.error:
+            self.message_user(request, f"Re-embedding {len(ids)} row(s) {job.error}", messages.ERROR)
+            return None
+        return HttpResponseRedirect(reverse("admin:lessons_embedding_job", args=[remember_job(request, job)]))
+
+
+# --- the job's status page -----------------------------------------------------------------------
+
+SESSION_KEY = "embedding_jobs"
+KEPT_JOBS = 10
+
+
+def remember_job(request, job: EmbeddingJob) -> str:
+    """Keep the job in the curator's session (the last few) and return its token."""
+    token = job.task_id or uuid.uuid4().hex
+    jobs = request.session.get(SESSION_KEY, {})
+    jobs[token] = job.as_dict()
+    request.session[SESSION_KEY] = dict(list(jobs.items())[-KEPT_JOBS:])
+    return token
+
+
+def embedding_job_view(request, token: str):
+    data = request.session.get(SESSION_KEY, {}).get(token)
+    if data is None:
+        raise Http404("no such re-embedding job in this session")
+    job = EmbeddingJob.from_dict(data)
+    _refresh_status(job)
+    progress = embedding_job_progress(job=job)
+    model = EMBEDDED_KINDS[job.kind]
+    failed = job.status == TaskResultStatus.FAILED or bool(job.outcome.get("failed"))
+    if job.status == TaskResultStatus.SUCCESSFUL and not progress.finished:
+        failed = True
+    context = {
+        **admin.site.each_context(request),
+        "title": f"Re-embedding {progress.total} {model._meta.verbose_name_plural}",
+        "subtitle": None,
+        "job": job,
+        "progress": progress,
+        "failed": failed,
+        # Reload while the queue still has the task; a task that ended with rows left has failed them.
+        "refresh": not progress.finished and job.status in (TaskResultStatus.READY, TaskResultStatus.RUNNING),
+        "opts": model._meta,
+        "changelist_url": reverse(f"admin:lessons_{model._meta.model_name}_changelist"),
+    }
+    return TemplateResponse(request, "admin/lessons/embedding_job.html", context)
+
+
+def _refresh_status(job: EmbeddingJob) -> None:
+    """Ask the queue again when it can tell (the database backend can; the immediate one already did)."""
+    if not job.task_id or job.status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED):
+        return
+    from lessons.tasks import reembed_items
+
+    if not reembed_items.get_backend().supports_get_result:
+        return
+    try:
+        result = reembed_items.get_result(job.task_id)
+    except Exception:  # gone from the queue's table: the rows still tell the progress
+        return
+    job.status = result.status
+    if result.status == TaskResultStatus.SUCCESSFUL:
+        job.outcome = dict(result.return_value or {})

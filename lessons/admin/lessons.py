@@ -1,19 +1,25 @@
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.template.response import TemplateResponse
+from django.urls import path
 
 from lessons.admin.common import changed_values
+from lessons.admin.duplicates import lesson_duplicates_view
+from lessons.admin.proposals import proposals_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
+from lessons.admin.search import CuratedTeamFilter, EngineSearchMixin, lesson_search_filters
 from lessons.admin.usage import USAGE_FIELDS, USAGE_LIST_FIELDS
-from lessons.models import Lesson
+from lessons.models import Lesson, LessonStatus
 from lessons.services import lessons as lesson_services
 
 
 @admin.register(Lesson)
-class LessonAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
+class LessonAdmin(EngineSearchMixin, EmbeddingAdminMixin, admin.ModelAdmin):
     list_display = (
         "title", "team", "category", "status", "confidence", "frequency", *USAGE_LIST_FIELDS, "embedding_status",
         "updated_at",
     )
-    list_filter = ("status", "category", "team", EmbeddingStatusFilter)
+    list_filter = ("status", "category", CuratedTeamFilter, EmbeddingStatusFilter)
     search_fields = ("title", "description", "recommendation", "external_id", "tags", "tech_stacks")
     list_select_related = ("team",)
     readonly_fields = (
@@ -29,6 +35,11 @@ class LessonAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
         ("Timestamps", {"fields": ("created_at", "updated_at")}),
     )
 
+    search_kind = "lessons"
+
+    def engine_search_filters(self, request):
+        return lesson_search_filters(request)
+
     def save_model(self, request, obj, form, change):
         fields = {name: form.cleaned_data[name] for name in lesson_services.EDITABLE_FIELDS if name in form.cleaned_data}
         if change:
@@ -42,9 +53,35 @@ class LessonAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
     def delete_model(self, request, obj):
         lesson_services.lesson_delete(lesson=obj)
 
-    @admin.action(description="Accept selected proposals (confirm)")
+    def delete_queryset(self, request, queryset):
+        lesson_services.lesson_delete_many(lessons=queryset)
+
+    @admin.action(description="Accept selected proposals…")
     def accept_selected(self, request, queryset):
-        self._set_status(request, queryset, lesson_services.lesson_accept, "accepted")
+        """Asks first, listing what will change; only proposals are accepted."""
+        selected = list(queryset.select_related("team").order_by("title"))
+        proposals = [lesson for lesson in selected if lesson.status == LessonStatus.PROPOSED]
+        if not proposals:
+            self.message_user(request, "None of the selected lessons is a proposal: nothing to accept.", messages.WARNING)
+            return None
+        if request.POST.get("confirm") == "yes":
+            accepted = lesson_services.lesson_accept_proposals(lesson_ids=[lesson.pk for lesson in proposals])
+            text = f"{len(accepted)} proposal(s) accepted."
+            if len(accepted) < len(proposals):
+                text += f" {len(proposals) - len(accepted)} had changed status meanwhile and were left alone."
+            self.message_user(request, text, messages.SUCCESS)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Accept proposals?",
+            "subtitle": None,
+            "opts": self.model._meta,
+            "proposals": proposals,
+            "skipped": [lesson for lesson in selected if lesson.status != LessonStatus.PROPOSED],
+            "action": "accept_selected",
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/lessons/lesson/accept_confirmation.html", context)
 
     @admin.action(description="Reject selected lessons")
     def reject_selected(self, request, queryset):
@@ -56,3 +93,12 @@ class LessonAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
             service(lesson=lesson)
             done += 1
         self.message_user(request, f"{done} lesson(s) {verb}.", messages.SUCCESS)
+
+    def get_urls(self):
+        # The curation pages (lessons/admin/proposals.py, duplicates.py), before the "<id>/" patterns.
+        view = self.admin_site.admin_view
+        return [
+            path("proposals/", view(lambda request: proposals_view(self, request)), name="lessons_lesson_proposals"),
+            path("duplicates/", view(lambda request: lesson_duplicates_view(self, request)), name="lessons_lesson_duplicates"),
+            *super().get_urls(),
+        ]

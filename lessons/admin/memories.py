@@ -1,8 +1,12 @@
 from django.contrib import admin
+from django.urls import path
 
 from lessons.admin.common import changed_values
+from lessons.admin.duplicates import memory_duplicates_view
+from lessons.admin.history import restore_version_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
 from lessons.admin.usage import USAGE_FIELDS, USAGE_LIST_FIELDS
+from lessons.admin.search import CuratedTeamFilter, EngineSearchMixin, memory_search_filters
 from lessons.models import Memory
 from lessons.services import memories as memory_services
 
@@ -22,28 +26,13 @@ class MemoryCurrentFilter(admin.SimpleListFilter):
         return queryset
 
 
-class EarlierVersionInline(admin.TabularInline):
-    model = Memory
-    fk_name = "current_version"
-    verbose_name = "earlier version"
-    verbose_name_plural = "earlier versions"
-    fields = ("version", "content", "details", "updated_at")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    ordering = ("-version",)
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(Memory)
-class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
+class MemoryAdmin(EngineSearchMixin, EmbeddingAdminMixin, admin.ModelAdmin):
     list_display = (
         "content", "team", "importance", "categories", "people", "version", *USAGE_LIST_FIELDS, "embedding_status",
         "occurred_at",
     )
-    list_filter = (MemoryCurrentFilter, "team", "importance", EmbeddingStatusFilter)
+    list_filter = (MemoryCurrentFilter, CuratedTeamFilter, "importance", EmbeddingStatusFilter)
     search_fields = ("content", "details", "external_id", "people", "categories", "emotions")
     list_select_related = ("team",)
     readonly_fields = (
@@ -51,7 +40,6 @@ class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
         *USAGE_FIELDS,
     )
     actions = ("reembed_selected",)
-    inlines = (EarlierVersionInline,)
     fieldsets = (
         (None, {"fields": ("team", "external_id", "content", "details")}),
         ("About", {"fields": ("categories", "importance", "people", "emotions", "occurred_at")}),
@@ -59,6 +47,11 @@ class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
         ("Embedding", {"fields": ("embedding_status", "embedding_model", "embedded_at", "content_hash")}),
         ("History", {"fields": ("version", "created_at", "updated_at")}),
     )
+
+    search_kind = "memories"
+
+    def engine_search_filters(self, request):
+        return memory_search_filters(request)
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
@@ -83,3 +76,19 @@ class MemoryAdmin(EmbeddingAdminMixin, admin.ModelAdmin):
 
     def delete_model(self, request, obj):
         memory_services.memory_delete(memory=obj)
+
+    def delete_queryset(self, request, queryset):
+        memory_services.memory_delete_many(memories=queryset)
+
+    def get_urls(self):
+        # The curation pages (lessons/admin/duplicates.py, history.py), before the "<id>/" patterns.
+        view = self.admin_site.admin_view
+        return [
+            path("duplicates/", view(lambda request: memory_duplicates_view(self, request)), name="lessons_memory_duplicates"),
+            path(
+                "<int:memory_id>/versions/<int:version_id>/restore/",
+                view(lambda request, **ids: restore_version_view(self, request, **ids)),
+                name="lessons_memory_restore_version",
+            ),
+            *super().get_urls(),
+        ]

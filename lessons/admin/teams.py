@@ -2,12 +2,31 @@ from django.contrib import admin
 from django.db.models import Count, Q
 
 from lessons.models import Team
+from lessons.selectors.admin_search import evaluation_team_q
+
+
+class EvaluationTeamFilter(admin.SimpleListFilter):
+    """Evaluation teams (`eval-*`, benchmark corpora) stay out of the list unless asked for."""
+
+    title = "evaluation teams"
+    parameter_name = "evaluation"
+
+    def lookups(self, request, model_admin):
+        return (("include", "Included"), ("only", "Only"))
+
+    def queryset(self, request, queryset):
+        if self.value() == "include":
+            return queryset
+        if self.value() == "only":
+            return queryset.filter(evaluation_team_q(prefix=""))
+        return queryset.exclude(evaluation_team_q(prefix=""))
 
 
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "lesson_count", "memory_count", "created_at")
     search_fields = ("slug", "name")
+    list_filter = (EvaluationTeamFilter,)
     prepopulated_fields = {"slug": ("name",)}
 
     def get_queryset(self, request):

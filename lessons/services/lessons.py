@@ -112,3 +112,24 @@ def lesson_accept(*, lesson: Lesson) -> Lesson:
 
 def lesson_reject(*, lesson: Lesson) -> Lesson:
     return lesson_update(lesson=lesson, status=LessonStatus.REJECTED)
+
+
+@transaction.atomic
+def lesson_accept_proposals(*, lesson_ids: list[int]) -> list[Lesson]:
+    """Accept those of `lesson_ids` that are proposals; confirmed and rejected lessons are left as
+    they are (a curator's bulk "accept" must not revive a rejected lesson). The rows are locked
+    first, so a proposal rejected meanwhile by someone else is not accepted. Returns the accepted."""
+    proposals = list(
+        Lesson.objects.select_for_update().filter(pk__in=lesson_ids, status=LessonStatus.PROPOSED).order_by("pk")
+    )
+    return [lesson_accept(lesson=lesson) for lesson in proposals]
+
+
+@transaction.atomic
+def lesson_delete_many(*, lessons) -> int:
+    """Delete `lessons` (a queryset or list) one by one through `lesson_delete`, all or none."""
+    count = 0
+    for lesson in list(lessons):
+        lesson_delete(lesson=lesson)
+        count += 1
+    return count

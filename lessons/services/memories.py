@@ -139,3 +139,15 @@ def _archive_version(*, memory: Memory, previous_state: dict) -> Memory:
 def memory_delete(*, memory: Memory) -> None:
     """Delete a memory with all its versions."""
     memory.delete()
+
+
+@transaction.atomic
+def memory_delete_many(*, memories) -> int:
+    """Delete `memories` (a queryset or list) through `memory_delete`, all or none; a version whose
+    memory was deleted earlier in the loop is already gone with it."""
+    count = 0
+    for memory in list(memories):
+        if Memory.objects.filter(pk=memory.pk).exists():
+            memory_delete(memory=memory)
+            count += 1
+    return count

@@ -66,7 +66,8 @@ def test_admin_add_lesson_goes_through_the_service(admin_client, team):
 def test_admin_accept_action(admin_client, team):
     proposal = LessonFactory(team=team, status="proposed")
     admin_client.post(
-        reverse("admin:lessons_lesson_changelist"), {"action": "accept_selected", "_selected_action": [proposal.pk]}
+        reverse("admin:lessons_lesson_changelist"),
+        {"action": "accept_selected", "_selected_action": [proposal.pk], "confirm": "yes"},
     )
     proposal.refresh_from_db()
     assert proposal.status == "confirmed"

@@ -1,5 +1,4 @@
 import pytest
-from django.contrib.messages import get_messages
 from django.test import override_settings
 from django.urls import reverse
 
@@ -49,13 +48,19 @@ def test_change_form_shows_model_and_time(admin_client, three_lessons):
     assert "Fresh" in page
 
 
-def test_reembed_action_reports_embedded_and_failed(admin_client, three_lessons):
+def test_reembed_action_queues_a_task_and_shows_its_progress(admin_client, three_lessons):
     fresh, stale, missing = three_lessons
     before = Lesson.objects.get(pk=fresh.pk).embedded_at
     response = admin_client.post(
-        LESSONS, {"action": "reembed_selected", "_selected_action": [fresh.pk, stale.pk, missing.pk]}, follow=True
+        LESSONS, {"action": "reembed_selected", "_selected_action": [fresh.pk, stale.pk, missing.pk]}
     )
-    assert [str(message) for message in get_messages(response.wsgi_request)] == ["Re-embedded 3, failed 0."]
+    assert response.status_code == 302 and "/admin/lessons/reembed/" in response["Location"]
+    page = admin_client.get(response["Location"])
+    assert page.status_code == 200
+    html = page.content.decode()
+    # The immediate backend (development, tests) has run the task already: 3 of 3, no reload.
+    assert "<strong>3 of 3</strong> re-embedded" in html and "(100%)" in html
+    assert "embedded 3, failed 0" in html and 'http-equiv="refresh"' not in html
     assert set(statuses(Lesson).values()) == {"fresh"}
     assert Lesson.objects.get(pk=fresh.pk).embedded_at > before  # re-embedded, though it was fresh
 
@@ -66,8 +71,10 @@ def test_reembed_action_with_the_model_off_reports_the_failure(admin_client, thr
         response = admin_client.post(
             LESSONS, {"action": "reembed_selected", "_selected_action": [stale.pk, missing.pk]}, follow=True
         )
-    (message,) = [str(message) for message in get_messages(response.wsgi_request)]
-    assert message.startswith("Re-embedded 0, failed 2:") and "turned off" in message
+    html = response.content.decode()
+    assert "<strong>0 of 2</strong> re-embedded" in html and "2 to go" in html
+    assert "embedded 0, failed 2" in html and "turned off" in html and 'class="errornote"' in html
+    assert 'http-equiv="refresh"' not in html  # the task has ended: no endless reloading
     assert statuses(Lesson)[missing.pk] == "missing"
 
 
@@ -85,7 +92,7 @@ def test_memory_list_status_filter_and_action_on_versions(admin_client, team):
         {"action": "reembed_selected", "_selected_action": [version.pk]},
         follow=True,
     )
-    assert [str(message) for message in get_messages(response.wsgi_request)] == ["Re-embedded 1, failed 0."]
+    assert "<strong>1 of 1</strong> re-embedded" in response.content.decode()
     assert statuses(Memory) == {memory.pk: "missing", version.pk: "fresh"}
 
 
@@ -113,3 +120,28 @@ def test_admin_edit_of_a_lesson_saves_and_re_embeds(admin_client, team, django_c
     assert len(callbacks) == 1
     assert Lesson.objects.get(pk=lesson.pk).title == "Pin base images by digest"
     assert statuses(Lesson) == {lesson.pk: "fresh"}
+
+
+def test_reembed_progress_counts_rows_embedded_since_the_job_was_queued(team):
+    from django.utils import timezone
+
+    from lessons.selectors.embedding_jobs import embedding_job_progress
+    from lessons.services.embedding_jobs import EmbeddingJob
+
+    with embeddings_deferred():
+        first = lesson_create(team=team, title="Queue slow work")
+        second = lesson_create(team=team, title="Cap retries")
+        gone = lesson_create(team=team, title="Deleted while queued")
+    job = EmbeddingJob(kind="lessons", ids=[first.pk, second.pk, gone.pk], queued_at=timezone.now())
+    gone.delete()
+    progress = embedding_job_progress(job=job)
+    assert (progress.done, progress.remaining, progress.gone, progress.finished) == (0, 2, 1, False)
+    embedding_backfill(kind="lessons", ids=[first.pk])
+    progress = embedding_job_progress(job=job)
+    assert (progress.done, progress.remaining, progress.percent) == (1, 1, 67)
+    # A job survives the session's JSON round trip.
+    assert EmbeddingJob.from_dict(job.as_dict()) == job
+
+
+def test_a_job_page_of_another_session_is_404(admin_client):
+    assert admin_client.get(reverse("admin:lessons_embedding_job", args=["not-a-job"])).status_code == 404

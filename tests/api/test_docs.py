@@ -81,3 +81,43 @@ def test_docs_are_served_from_local_static_files_with_debug_off():
         assert response.status_code == 200, asset
         body = b"".join(response.streaming_content)
         assert body
+
+
+def test_the_openapi_document_tells_staff_how_to_name_their_team(anonymous):
+    document = anonymous.get("/openapi.json").json()
+    scheme = document["components"]["securitySchemes"]["StaffTeam"]
+    assert (scheme["type"], scheme["in"], scheme["name"]) == ("apiKey", "header", "X-Team")
+    search = document["paths"]["/api/v1/search"]["post"]
+    assert {"StaffSessionAuth": [], "StaffTeam": []} in search["security"] and {"ApiKeyAuth": []} in search["security"]
+    checked = 0
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if operation.get("security"):
+                assert "400" in operation["responses"], f"{method.upper()} {path}"
+                assert "X-Team" in operation["responses"]["400"]["description"]
+                checked += 1
+    assert checked >= 24
+    assert "security" not in document["paths"]["/api/v1/health"]["get"]
+
+
+def test_the_docs_search_example_answers_200_for_staff(admin_user, team):
+    from django.test import Client
+
+    document = JsonClient().get("/openapi.json").json()
+    example = document["paths"]["/api/v1/search"]["post"]["requestBody"]["content"]["application/json"]["example"]
+    browser = Client(enforce_csrf_checks=False)
+    browser.force_login(admin_user)
+    response = browser.post("/api/v1/search", example, content_type="application/json", headers={"X-Team": team.slug})
+    assert response.status_code == 200, response.content
+    assert response.json()["mode"] == "hybrid"
+
+
+def test_the_docs_page_has_a_team_picker_for_staff_only(admin_user, team):
+    from django.test import Client
+
+    anonymous = Client().get("/api/v1/docs").content.decode()
+    assert 'id="staff-team"' not in anonymous
+    staff = Client()
+    staff.force_login(admin_user)
+    page = staff.get("/api/v1/docs").content.decode()
+    assert 'id="staff-team"' in page and f'<option value="{team.slug}">' in page and 'data-initial="acme"' in page

@@ -1,0 +1,67 @@
+"""What the curation pages (proposals, duplicates, memory history) share: the team being curated,
+the page's context, and turning a service's refusal into an admin message.
+
+The pages are plain admin views added by `LessonAdmin.get_urls` / `MemoryAdmin.get_urls`; like
+the API they read through `lessons.selectors.curation` and write through `lessons.services.curation`
+(and the lesson services for accept / reject)."""
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpResponseRedirect
+
+from lessons.models import Team
+
+
+class TeamField(forms.ModelChoiceField):
+    def label_from_instance(self, team):
+        return f"{team.name} ({team.slug})" if team.name != team.slug else team.slug
+
+
+def team_field() -> TeamField:
+    return TeamField(queryset=Team.objects.order_by("slug"), to_field_name="slug", empty_label=None, required=False)
+
+
+def chosen_team(team: Team | None) -> Team | None:
+    """The team a page's filter named, or the first team (by slug) when it named none."""
+    return team or Team.objects.order_by("slug").first()
+
+
+def page_context(model_admin, request, *, title: str, **extra) -> dict:
+    return {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "app_label": model_admin.model._meta.app_label,
+        "title": title,
+        **extra,
+    }
+
+
+def require(allowed: bool) -> None:
+    if not allowed:
+        raise PermissionDenied
+
+
+def back_to(request, fallback: str) -> HttpResponseRedirect:
+    """Back to the page the form was on (its query string kept: team, threshold, page)."""
+    target = request.POST.get("next") or fallback
+    if not target.startswith("/") or target.startswith("//"):
+        target = fallback  # only paths on this site
+    return HttpResponseRedirect(target)
+
+
+def refused(request, error: ValidationError) -> None:
+    """A service said no: tell the curator why, in the admin's own message list."""
+    if hasattr(error, "error_dict"):
+        text = "; ".join(" ".join(messages_) for messages_ in error.message_dict.values())
+    else:
+        text = " ".join(error.messages)
+    messages.error(request, text)
+
+
+def post_int(request, name: str) -> int | None:
+    try:
+        value = int(request.POST.get(name, ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None

@@ -1,0 +1,174 @@
+"""The search playground, `/admin/lessons/search/`: one query under two settings side by side.
+
+Everything is in the query string (`team`, `kind`, `q`, `mode`, `context`, `fusion`,
+`w_semantic` / `w_keyword` / `w_quality`, the filters, and `b_mode`, `b_fusion`, `b_w_*` for the
+setting to compare with), so a curator can share the link. The form validates it (bad values are
+shown next to their field, never a 500); `lessons.selectors.admin_search.playground_compare` runs
+the engine's `search()`, the same call the API makes, with explanations.
+"""
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin
+from django.template.response import TemplateResponse
+
+from lessons.models import LessonStatus
+from lessons.search import FUSIONS, KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest
+from lessons.search.types import MAX_CONTEXT_CHARS, MAX_QUERY_CHARS
+from lessons.selectors.admin_search import PlaygroundSetting, admin_teams, playground_compare
+
+PARTS = ("semantic", "keyword", "quality")
+ENGINE_FIELDS = {"query": "q", "weights": "w_semantic", "tech_stack": "tech_stack"}  # engine's name -> form's
+MAX_TERM_CHARS = 64
+
+
+def _terms(value: str) -> tuple[str, ...]:
+    return tuple(term.strip().lower() for term in (value or "").split(",") if term.strip())
+
+
+class TermsField(forms.CharField):
+    """Comma-separated terms: `postgresql, nextjs`."""
+
+    def clean(self, value):
+        value = super().clean(value)
+        terms = _terms(value)
+        for term in terms:
+            if len(term) > MAX_TERM_CHARS:
+                raise forms.ValidationError(f"{term[:20]}…: a term has at most {MAX_TERM_CHARS} characters")
+        return terms
+
+
+def _weight_field(label):
+    return forms.FloatField(
+        label=label, required=False, min_value=0.0, max_value=1.0, widget=forms.NumberInput(attrs={"step": "0.05"})
+    )
+
+
+class PlaygroundForm(forms.Form):
+    team = forms.ChoiceField()
+    kind = forms.ChoiceField(choices=[(kind, kind) for kind in KINDS], required=False)
+    q = forms.CharField(label="Query", required=False, max_length=MAX_QUERY_CHARS, strip=True)
+    context = forms.CharField(
+        required=False,
+        max_length=MAX_CONTEXT_CHARS,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="The caller's situation (a file, a conversation): searched as a second query.",
+    )
+    limit = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_LIMIT, widget=forms.NumberInput(attrs={"placeholder": "10"})
+    )
+    # Filters (hard: a row that does not match is never a candidate).
+    status = forms.MultipleChoiceField(
+        label="Statuses", choices=LessonStatus.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    category = TermsField(label="Categories", required=False)
+    tags = TermsField(required=False)
+    tech_stacks = TermsField(label="Tech stacks (filter)", required=False)
+    min_importance = forms.IntegerField(label="Min. importance", required=False, min_value=1, max_value=10)
+    include_versions = forms.BooleanField(label="Earlier versions too", required=False)
+    # Who is asking (scored, not filtered).
+    tech_stack = TermsField(label="Caller's tech stack", required=False)
+    project_type = forms.CharField(label="Caller's project type", required=False, max_length=MAX_TERM_CHARS)
+    # Setting A.
+    mode = forms.ChoiceField(choices=[(mode, mode) for mode in MODES], required=False)
+    fusion = forms.ChoiceField(choices=[(fusion, fusion) for fusion in FUSIONS], required=False)
+    w_semantic = _weight_field("semantic")
+    w_keyword = _weight_field("keyword")
+    w_quality = _weight_field("quality")
+    # Setting B: compared when b_mode is chosen.
+    b_mode = forms.ChoiceField(
+        label="Compare with", choices=[("", "nothing")] + [(mode, mode) for mode in MODES], required=False
+    )
+    b_fusion = forms.ChoiceField(choices=[(fusion, fusion) for fusion in FUSIONS], required=False)
+    b_w_semantic = _weight_field("semantic")
+    b_w_keyword = _weight_field("keyword")
+    b_w_quality = _weight_field("quality")
+
+    DEFAULTS = {"kind": "lessons", "mode": "hybrid", "fusion": "weighted", "b_fusion": "weighted", "limit": 10}
+
+    def __init__(self, *args, teams, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.teams = {team.slug: team for team in teams}
+        self.fields["team"].choices = [(slug, slug) for slug in self.teams]
+        for name in PARTS:
+            default = settings.SEARCH_WEIGHTS.get(name, 0.0)
+            for prefix in ("w_", "b_w_"):
+                self.fields[f"{prefix}{name}"].widget.attrs["placeholder"] = f"{default:g}"
+
+    def clean(self):
+        cleaned = super().clean()
+        for name, default in self.DEFAULTS.items():
+            if cleaned.get(name) in (None, ""):
+                cleaned[name] = default
+        for prefix in ("w_", "b_w_"):
+            weights = {name: cleaned.get(f"{prefix}{name}") for name in PARTS}
+            given = {name: value for name, value in weights.items() if value is not None}
+            if given and sum({**settings.SEARCH_WEIGHTS, **given}.values()) <= 0:
+                self.add_error(f"{prefix}semantic", "at least one weight must be above 0")
+            cleaned[f"{prefix}weights"] = given or None
+        return cleaned
+
+    def search_request(self) -> SearchRequest:
+        data = self.cleaned_data
+        lessons = data["kind"] == "lessons"
+        filters = SearchFilters(
+            statuses=tuple(data["status"]) or ((LessonStatus.CONFIRMED,) if lessons else ()),
+            categories=data["category"],
+            tags=data["tags"],
+            tech_stacks=data["tech_stacks"],
+            min_importance=data["min_importance"],
+            include_versions=data["include_versions"],
+        )
+        return SearchRequest(
+            team=self.teams[data["team"]],
+            query=data["q"],
+            kind=data["kind"],
+            limit=data["limit"],
+            context=data["context"],
+            filters=filters,
+            tech_stack=data["tech_stack"],
+            project_type=data["project_type"].strip().lower() or None,
+        )
+
+    def settings_to_compare(self) -> list[PlaygroundSetting]:
+        data = self.cleaned_data
+        compared = [PlaygroundSetting(mode=data["mode"], fusion=data["fusion"], weights=data["w_weights"])]
+        if data["b_mode"]:
+            compared.append(PlaygroundSetting(mode=data["b_mode"], fusion=data["b_fusion"], weights=data["b_w_weights"]))
+        return compared
+
+
+def _initial_team(teams) -> str | None:
+    slugs = [team.slug for team in teams]
+    return "demo" if "demo" in slugs else (slugs[0] if slugs else None)
+
+
+def search_playground(request):
+    teams = list(admin_teams(include_evaluation=True))
+    initial = {"team": _initial_team(teams), "kind": "lessons", "mode": "hybrid", "b_mode": "text", "limit": 10}
+    if request.GET:
+        data = request.GET.copy()
+        data.setdefault("team", initial["team"] or "")
+        form = PlaygroundForm(data, teams=teams)
+    else:
+        form = PlaygroundForm(initial=initial, teams=teams)
+    runs = []
+    searched = form.is_bound and form.is_valid()
+    if searched:
+        runs = playground_compare(request=form.search_request(), settings=form.settings_to_compare())
+        for run in runs:
+            if run.error is not None:
+                field = ENGINE_FIELDS.get(run.error.field, run.error.field)
+                form.add_error(field if field in form.fields else None, f"{run.error.field}: {run.error.message}")
+    context = {
+        **admin.site.each_context(request),
+        "title": "Search playground",
+        "is_nav_sidebar_enabled": False,  # the two result columns need the width
+        "subtitle": None,
+        "form": form,
+        "runs": runs,
+        "searched": searched,
+        "kind": form.cleaned_data.get("kind") if searched else "lessons",
+        "part_names": PARTS,
+    }
+    return TemplateResponse(request, "admin/lessons/search_playground.html", context)

@@ -1,0 +1,94 @@
+"""The proposals queue: `/admin/lessons/lesson/proposals/` (`?team=`, `?page=`). Proposed lessons,
+oldest first, each beside its three nearest confirmed lessons of the same team by meaning, with
+one-click accept, reject, or merge into one of those neighbours (keeping its text or taking the
+proposal's)."""
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from lessons.admin.curation import back_to, chosen_team, page_context, post_int, refused, require, team_field
+from lessons.models import Lesson, LessonStatus
+from lessons.selectors.curation import proposal_count, proposal_queue
+from lessons.services import curation as curation_services
+from lessons.services import lessons as lesson_services
+
+PAGE_SIZE = 10
+
+
+class ProposalsFilter(forms.Form):
+    team = team_field()
+    page = forms.IntegerField(min_value=1, required=False)
+
+
+def proposals_view(model_admin, request):
+    require(model_admin.has_view_permission(request))
+    if request.method == "POST":
+        return _act(model_admin, request)
+    form = ProposalsFilter(request.GET)
+    form.is_valid()
+    team = None if "team" in form.errors else chosen_team(form.cleaned_data.get("team"))
+    total = proposal_count(team=team) if team else 0
+    pages = max(1, -(-total // PAGE_SIZE))
+    page = min(form.cleaned_data.get("page") or 1, pages)
+    reviews = proposal_queue(team=team, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE) if team else []
+    context = page_context(
+        model_admin,
+        request,
+        title="Proposals to review",
+        subtitle=team.name if team else None,
+        form=form,
+        team=team,
+        reviews=reviews,
+        total=total,
+        page=page,
+        pages=pages,
+        first_shown=(page - 1) * PAGE_SIZE + 1,
+        last_shown=(page - 1) * PAGE_SIZE + len(reviews),
+        can_change=model_admin.has_change_permission(request),
+        can_merge=model_admin.has_change_permission(request) and model_admin.has_delete_permission(request),
+    )
+    return TemplateResponse(request, "admin/lessons/lesson/proposals.html", context)
+
+
+def _act(model_admin, request):
+    fallback = reverse("admin:lessons_lesson_proposals")
+    require(model_admin.has_change_permission(request))
+    proposal_id = post_int(request, "proposal")
+    proposal = Lesson.objects.filter(pk=proposal_id or 0).first()
+    if proposal is None or proposal.status != LessonStatus.PROPOSED:
+        messages.warning(request, "That proposal has already been handled; the queue below is up to date.")
+        return back_to(request, fallback)
+    # Accept and reject are `action`; a merge button names the lesson to merge into.
+    action = request.POST.get("action")
+    into = post_int(request, "merge_into") or post_int(request, "merge_into_with_text")
+    if into is not None:
+        action = "merge_text" if "merge_into_with_text" in request.POST else "merge"
+    try:
+        if action == "accept":
+            lesson_services.lesson_accept(lesson=proposal)
+            messages.success(request, f"Accepted “{proposal.title}”: it is a confirmed lesson now.")
+        elif action == "reject":
+            lesson_services.lesson_reject(lesson=proposal)
+            messages.success(request, f"Rejected “{proposal.title}”.")
+        elif action in ("merge", "merge_text"):
+            require(model_admin.has_delete_permission(request))
+            target = Lesson.objects.filter(pk=into).first()
+            if target is None:
+                messages.error(request, "The lesson to merge into no longer exists.")
+                return back_to(request, fallback)
+            # "merge" keeps the confirmed lesson's text, "merge_text" takes the proposal's.
+            text_from = proposal if action == "merge_text" else target
+            kept = curation_services.lesson_merge(keep=target, merged=[proposal], text_from=text_from)
+            messages.success(
+                request,
+                f"Merged the proposal into #{kept.pk} “{kept.title}” (frequency {kept.frequency}, "
+                f"confidence {kept.confidence:.2f}).",
+            )
+        else:
+            messages.error(request, "Unknown action.")
+    except ValidationError as error:
+        refused(request, error)
+    return back_to(request, fallback)

@@ -1,0 +1,161 @@
+"""The lesson and memory lists' search box, ranked by the search engine.
+
+Django's stock search does `icontains` on each word ("database security" found 0 of 196 lessons);
+here a query runs the engine's hybrid search over the teams the list shows, with the list's own
+filters (team, status, category, ...; every status when no status is chosen), and the list shows
+the hits in rank order with their relevance and score. Without a query the list is the usual one.
+The logic is in `lessons.selectors.admin_search`; this module only translates the list's query
+string into it.
+
+Evaluation teams (`eval-*`) are left out of the lists unless the team filter asks for them.
+"""
+
+from django.contrib import admin, messages
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ORDER_VAR, ChangeList
+from django.db.models import Case, FloatField, IntegerField, TextField, Value, When
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.http import urlencode
+
+from lessons.search import SearchFilters
+from lessons.selectors.admin_search import ALL_LESSON_STATUSES, admin_list_search, admin_teams, evaluation_team_q
+
+ALL_TEAMS = "all"
+
+
+class CuratedTeamFilter(admin.SimpleListFilter):
+    """Team, leaving evaluation teams out unless one of them (or "all") is chosen. Same query
+    parameter as Django's own team filter, so existing links keep working."""
+
+    title = "team"
+    parameter_name = "team__id__exact"
+
+    def lookups(self, request, model_admin):
+        choices = [(str(team.pk), team.slug) for team in admin_teams(include_evaluation=False)]
+        evaluation = admin_teams(include_evaluation=True).filter(evaluation_team_q(prefix=""))
+        choices += [(str(team.pk), f"{team.slug} (evaluation)") for team in evaluation]
+        if evaluation:
+            choices.append((ALL_TEAMS, "All, with evaluation teams"))
+        return choices
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value is None:
+            return queryset.exclude(evaluation_team_q())
+        if value == ALL_TEAMS:
+            return queryset
+        if not value.isdigit():
+            raise IncorrectLookupParameters(f"team: {value!r} is not a team id")
+        return queryset.filter(team_id=int(value))
+
+
+def teams_to_search(request):
+    value = request.GET.get(CuratedTeamFilter.parameter_name)
+    if value is None:
+        return list(admin_teams(include_evaluation=False))
+    if value == ALL_TEAMS:
+        return list(admin_teams(include_evaluation=True))
+    if value.isdigit():
+        return list(admin_teams(include_evaluation=True).filter(pk=int(value)))
+    return []
+
+
+class EngineSearchChangeList(ChangeList):
+    """Carries the engine's search (if any) to the search form's template."""
+
+    def get_queryset(self, request, exclude_parameters=None):
+        queryset = super().get_queryset(request, exclude_parameters)
+        self.engine_search = getattr(request, "_engine_search", None)
+        if self.engine_search is not None:
+            params = {"kind": self.engine_search.kind, "q": self.engine_search.query}
+            teams = self.engine_search.teams
+            if len(teams) == 1:
+                params["team"] = teams[0]
+            self.playground_url = reverse("admin:lessons_search_playground") + "?" + urlencode(params)
+        return queryset
+
+
+class EngineSearchMixin:
+    """For the lesson and memory admins (before ModelAdmin). Subclasses set `search_kind` and
+    turn their list's filters into the engine's with `engine_search_filters(request)`."""
+
+    search_kind = "lessons"
+    search_help_text = "Ranked by meaning and words (the search engine), within the list's filters."
+
+    def engine_search_filters(self, request) -> SearchFilters:
+        raise NotImplementedError
+
+    def get_changelist(self, request, **kwargs):
+        return EngineSearchChangeList
+
+    def get_list_display(self, request):
+        columns = list(super().get_list_display(request))
+        if request.GET.get("q", "").strip():
+            columns.insert(1, "search_relevance")
+        return columns
+
+    def get_search_results(self, request, queryset, search_term):
+        query = search_term.strip()
+        if not query:
+            return queryset, False
+        found = getattr(request, "_engine_search", None)
+        if found is None or found.query != query:
+            found = admin_list_search(
+                kind=self.search_kind,
+                query=query,
+                teams=teams_to_search(request),
+                filters=self.engine_search_filters(request),
+            )
+            request._engine_search = found
+            if found.error is not None:
+                self.message_user(request, f"Search: {found.error.message}", messages.ERROR)
+            elif found.degraded_reason:
+                self.message_user(
+                    request, f"Searched by words only, the model is unavailable: {found.degraded_reason}", messages.WARNING
+                )
+        if not found.rows:
+            return queryset.none(), False
+        ranked = found.rows
+        queryset = queryset.filter(pk__in=found.ids).annotate(
+            search_rank=Case(*[When(pk=row.id, then=Value(row.rank)) for row in ranked], output_field=IntegerField()),
+            search_score=Case(*[When(pk=row.id, then=Value(row.score)) for row in ranked], output_field=FloatField()),
+            search_relevance=Case(
+                *[When(pk=row.id, then=Value(row.relevance)) for row in ranked], output_field=TextField()
+            ),
+        )
+        if ORDER_VAR not in request.GET:  # a column the curator clicked wins over the ranking
+            queryset = queryset.order_by("search_rank", "pk")
+        return queryset, False
+
+    @admin.display(description="relevance", ordering="search_rank")
+    def search_relevance(self, obj):
+        relevance = getattr(obj, "search_relevance", None)
+        if relevance is None:
+            return "-"
+        return format_html(
+            '<span class="relevance relevance-{}" title="rank {}">{}</span> <span class="quiet">{}</span>',
+            relevance,
+            obj.search_rank,
+            relevance,
+            f"{obj.search_score:.2f}",
+        )
+
+
+def lesson_search_filters(request) -> SearchFilters:
+    """The lesson list's filters as the engine's: every status unless one is chosen."""
+    status = request.GET.get("status__exact")
+    category = request.GET.get("category__exact")
+    return SearchFilters(
+        statuses=(status,) if status in ALL_LESSON_STATUSES else ALL_LESSON_STATUSES,
+        categories=(category,) if category else (),
+    )
+
+
+def memory_search_filters(request) -> SearchFilters:
+    """The memory list's filters as the engine's; the exact importance is applied by the list."""
+    importance = request.GET.get("importance__exact", "")
+    return SearchFilters(
+        min_importance=int(importance) if importance.isdigit() and 1 <= int(importance) <= 10 else None,
+        include_versions=request.GET.get("version_state") == "earlier",
+    )

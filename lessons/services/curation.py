@@ -1,0 +1,189 @@
+"""Curating: merging duplicate lessons (and memories), remembering "not a duplicate", restoring an
+earlier version of a memory.
+
+Merging lessons keeps one lesson and deletes the others, in one transaction:
+- its text (title, description, context, recommendation, category) comes from the lesson the
+  curator picks (`text_from`, the kept lesson itself by default);
+- frequency is the sum, confidence the highest, tags / tech stacks / project types the union
+  (the kept lesson's terms first, in order);
+- status: the kept lesson's, except that a kept proposal becomes confirmed when a confirmed
+  lesson is merged into it (that knowledge was already confirmed);
+- every merged lesson leaves a `LessonMerge` record on the kept one with its fields as they were;
+  records the merged lessons carried themselves move to the kept lesson;
+- the kept lesson is re-embedded (after the commit) only when its embedded text changed, through
+  `lesson_update` like any other edit.
+A merge never crosses teams: a lesson of another team is a ValidationError and nothing changes.
+
+Merging memories is simpler, because a memory's text has a history of its own: the kept memory
+keeps its text and its versions; it gains the other's categories, people and emotions, the
+higher importance, and its date if it had none; the other memory (with its versions) is deleted.
+"""
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, LessonMerge, LessonStatus, Memory, Team
+from lessons.services import lessons as lesson_services
+from lessons.services import memories as memory_services
+from lessons.services.common import normalise_names, normalise_terms
+
+# What the curator picks from one lesson as a whole (the text a reader sees).
+MERGED_TEXT_FIELDS = ("title", "description", "context", "recommendation", "category")
+SNAPSHOT_FIELDS = (
+    "external_id",
+    *MERGED_TEXT_FIELDS,
+    "confidence",
+    "frequency",
+    "project_types",
+    "tech_stacks",
+    "tags",
+    "status",
+)
+
+
+def _union(*lists: list[str]) -> list[str]:
+    return normalise_terms(term for values in lists for term in values)
+
+
+def _snapshot(lesson: Lesson) -> dict:
+    fields = {name: getattr(lesson, name) for name in SNAPSHOT_FIELDS}
+    fields["created_at"] = lesson.created_at.isoformat()
+    fields["updated_at"] = lesson.updated_at.isoformat()
+    return fields
+
+
+@transaction.atomic
+def lesson_merge(*, keep: Lesson, merged: list[Lesson], text_from: Lesson | None = None) -> Lesson:
+    """Merge the lessons `merged` into `keep` (see the module's docstring) and return `keep`.
+
+    Raises ValidationError (naming the field: `merged`, `text_from`) when `merged` is empty,
+    contains `keep`, or holds a lesson of another team; when `text_from` is neither `keep` nor
+    one of `merged`; or when a lesson no longer exists. Nothing is changed then."""
+    merged_ids = list(dict.fromkeys(lesson.pk for lesson in merged))
+    if not merged_ids:
+        raise ValidationError({"merged": "Name at least one lesson to merge into this one."})
+    if keep.pk in merged_ids:
+        raise ValidationError({"merged": f"Lesson {keep.pk} cannot be merged into itself."})
+    text_from_id = text_from.pk if text_from is not None else keep.pk
+    if text_from_id != keep.pk and text_from_id not in merged_ids:
+        raise ValidationError({"text_from": f"Lesson {text_from_id} is neither kept nor merged."})
+
+    # Lock every row involved, in id order (two merges of overlapping lessons cannot deadlock),
+    # and work from the stored rows, not from what the caller holds.
+    rows = {
+        lesson.pk: lesson
+        for lesson in Lesson.objects.select_for_update().filter(pk__in=[keep.pk, *merged_ids]).order_by("pk")
+    }
+    missing = [pk for pk in [keep.pk, *merged_ids] if pk not in rows]
+    if missing:
+        raise ValidationError({"merged": f"Lesson(s) {', '.join(map(str, missing))} no longer exist."})
+    kept = rows[keep.pk]
+    others = [rows[pk] for pk in merged_ids]
+    foreign = [lesson.pk for lesson in others if lesson.team_id != kept.team_id]
+    if foreign:
+        raise ValidationError(
+            {"merged": f"Lesson(s) {', '.join(map(str, foreign))} belong to another team; a merge stays within one team."}
+        )
+
+    source = rows[text_from_id]
+    changes = {name: getattr(source, name) for name in MERGED_TEXT_FIELDS}
+    everyone = [kept, *others]
+    changes["frequency"] = sum(lesson.frequency for lesson in everyone)
+    changes["confidence"] = max(lesson.confidence for lesson in everyone)
+    for name in lesson_services.TERM_FIELDS:
+        changes[name] = _union(*(getattr(lesson, name) for lesson in everyone))
+    if kept.status == LessonStatus.PROPOSED and any(lesson.status == LessonStatus.CONFIRMED for lesson in others):
+        changes["status"] = LessonStatus.CONFIRMED
+
+    LessonMerge.objects.filter(lesson__in=others).update(lesson=kept)
+    LessonMerge.objects.bulk_create(
+        [
+            LessonMerge(
+                team_id=kept.team_id,
+                lesson=kept,
+                merged_lesson_id=lesson.pk,
+                merged_title=lesson.title,
+                merged_fields=_snapshot(lesson),
+                text_kept=lesson.pk == text_from_id,
+            )
+            for lesson in others
+        ]
+    )
+    _forget_dismissals(kind=DuplicateKind.LESSON, team_id=kept.team_id, ids=merged_ids)
+    Lesson.objects.filter(pk__in=merged_ids).delete()
+    # Through the update service: validation, and an embedding scheduled only if the text changed.
+    return lesson_services.lesson_update(lesson=kept, **changes)
+
+
+@transaction.atomic
+def memory_merge(*, keep: Memory, merged: Memory) -> Memory:
+    """Merge the current memory `merged` into the current memory `keep` (see the module's
+    docstring). Raises ValidationError for the same memory twice, an earlier version, or a memory
+    of another team; nothing is changed then."""
+    if keep.pk == merged.pk:
+        raise ValidationError({"merged": f"Memory {keep.pk} cannot be merged into itself."})
+    rows = {memory.pk: memory for memory in Memory.objects.select_for_update().filter(pk__in=[keep.pk, merged.pk]).order_by("pk")}
+    missing = [pk for pk in (keep.pk, merged.pk) if pk not in rows]
+    if missing:
+        raise ValidationError({"merged": f"Memory {missing[0]} no longer exists."})
+    kept, other = rows[keep.pk], rows[merged.pk]
+    if kept.team_id != other.team_id:
+        raise ValidationError({"merged": f"Memory {other.pk} belongs to another team; a merge stays within one team."})
+    for memory in (kept, other):
+        if not memory.is_current:
+            raise ValidationError({"merged": f"Memory {memory.pk} is an earlier version; merge current memories."})
+
+    changes = {
+        "categories": _union(kept.categories, other.categories),
+        "emotions": _union(kept.emotions, other.emotions),
+        "people": normalise_names([*kept.people, *other.people]),
+        "importance": max(kept.importance, other.importance),
+    }
+    if kept.occurred_at is None and other.occurred_at is not None:
+        changes["occurred_at"] = other.occurred_at
+    _forget_dismissals(kind=DuplicateKind.MEMORY, team_id=kept.team_id, ids=[other.pk])
+    memory_services.memory_delete(memory=other)
+    return memory_services.memory_update(memory=kept, **changes)
+
+
+def _forget_dismissals(*, kind: str, team_id: int, ids: list[int]) -> None:
+    """Rows that are deleted take their "not a duplicate" marks with them."""
+    DuplicateDismissal.objects.filter(team_id=team_id, kind=kind, low_id__in=ids).delete()
+    DuplicateDismissal.objects.filter(team_id=team_id, kind=kind, high_id__in=ids).delete()
+
+
+def duplicate_dismiss(*, team: Team, kind: str, first_id: int, second_id: int) -> DuplicateDismissal:
+    """Remember that two rows of `team` are not duplicates (idempotent). Raises ValidationError for
+    an unknown kind, the same id twice, or an id that is not a row of `kind` in `team`
+    (for memories: a current memory)."""
+    if kind not in DuplicateKind.values:
+        raise ValidationError({"kind": f"Use one of {', '.join(DuplicateKind.values)}."})
+    if first_id == second_id:
+        raise ValidationError({"ids": "A row cannot be a duplicate of itself: name two different ids."})
+    low, high = sorted((first_id, second_id))
+    rows = Lesson.objects.filter(team=team) if kind == DuplicateKind.LESSON else Memory.objects.filter(
+        team=team, current_version__isnull=True
+    )
+    found = set(rows.filter(pk__in=[low, high]).values_list("pk", flat=True))
+    unknown = [pk for pk in (low, high) if pk not in found]
+    if unknown:
+        raise ValidationError({"ids": f"{kind.capitalize()} {unknown[0]} does not exist."})
+    dismissal, _ = DuplicateDismissal.objects.get_or_create(team=team, kind=kind, low_id=low, high_id=high)
+    return dismissal
+
+
+@transaction.atomic
+def memory_restore_version(*, memory: Memory, version: Memory) -> Memory:
+    """Make the text (content and details) of the earlier `version` the memory's current text.
+    Nothing is lost: the text it replaces is kept as a version like any other edit, so the
+    restore itself shows in the history (and can be undone the same way). Raises
+    ValidationError when `version` is not an earlier version of `memory`."""
+    if not memory.is_current:
+        raise ValidationError({"memory": "Restore onto the current memory, not an earlier version."})
+    if version.current_version_id != memory.pk:
+        raise ValidationError({"version": f"Memory {version.pk} is not an earlier version of memory {memory.pk}."})
+    # memory_update takes the other fields from the object it is given: give it the stored row.
+    stored = Memory.objects.select_for_update().get(pk=memory.pk)
+    restored = memory_services.memory_update(memory=stored, content=version.content, details=version.details)
+    memory.__dict__.update({name: getattr(restored, name) for name in (*memory_services.EDITABLE_FIELDS, "version", "updated_at")})
+    return restored

@@ -1,0 +1,117 @@
+"""The lesson and memory lists' actions: accepting asks first and only touches proposals, bulk
+delete goes through the delete services."""
+
+import pytest
+from django.contrib.messages import get_messages
+from django.urls import reverse
+
+from lessons.models import Lesson, Memory
+from lessons.services import lessons as lesson_services
+from lessons.services import memories as memory_services
+from lessons.services.memories import memory_create, memory_update
+from tests.factories import LessonFactory
+
+pytestmark = pytest.mark.django_db
+
+LESSONS = reverse("admin:lessons_lesson_changelist")
+MEMORIES = reverse("admin:lessons_memory_changelist")
+
+
+@pytest.fixture
+def mixed(team):
+    return {
+        "proposed": LessonFactory(team=team, title="Proposal: cache the tokenizer", status="proposed"),
+        "proposed_2": LessonFactory(team=team, title="Proposal: pin the model version", status="proposed"),
+        "rejected": LessonFactory(team=team, title="Rejected: disable CSRF", status="rejected"),
+        "confirmed": LessonFactory(team=team, title="Confirmed: use transactions", status="confirmed"),
+    }
+
+
+def _statuses():
+    return dict(Lesson.objects.values_list("title", "status"))
+
+
+def test_accept_asks_first_and_lists_what_will_change(admin_client, mixed):
+    before = _statuses()
+    response = admin_client.post(
+        LESSONS, {"action": "accept_selected", "_selected_action": [lesson.pk for lesson in mixed.values()]}
+    )
+    assert response.status_code == 200
+    assert _statuses() == before  # nothing changed yet
+    page = response.content.decode()
+    assert "These 2 proposals will become <strong>confirmed</strong>" in page
+    assert "Proposal: cache the tokenizer" in page and "proposed → confirmed" in page
+    assert "2 selected lessons are not a proposal and will not change" in page
+    assert "Rejected: disable CSRF" in page and "(rejected)" in page
+    # Only the proposals are carried into the confirming form.
+    assert page.count('name="_selected_action"') == 2
+
+
+def test_confirmed_accept_applies_to_proposals_only(admin_client, mixed):
+    response = admin_client.post(
+        LESSONS,
+        {"action": "accept_selected", "_selected_action": [lesson.pk for lesson in mixed.values()], "confirm": "yes"},
+        follow=True,
+    )
+    assert [str(message) for message in get_messages(response.wsgi_request)] == ["2 proposal(s) accepted."]
+    assert _statuses() == {
+        "Proposal: cache the tokenizer": "confirmed",
+        "Proposal: pin the model version": "confirmed",
+        "Rejected: disable CSRF": "rejected",  # not revived
+        "Confirmed: use transactions": "confirmed",
+    }
+
+
+def test_accept_of_no_proposal_says_so_and_changes_nothing(admin_client, mixed):
+    response = admin_client.post(
+        LESSONS, {"action": "accept_selected", "_selected_action": [mixed["rejected"].pk], "confirm": "yes"}, follow=True
+    )
+    assert [str(m) for m in get_messages(response.wsgi_request)] == ["None of the selected lessons is a proposal: nothing to accept."]
+    assert _statuses()["Rejected: disable CSRF"] == "rejected"
+
+
+def test_accept_service_skips_a_proposal_rejected_meanwhile(mixed):
+    proposal = mixed["proposed"]
+    Lesson.objects.filter(pk=proposal.pk).update(status="rejected")
+    accepted = lesson_services.lesson_accept_proposals(lesson_ids=[proposal.pk, mixed["proposed_2"].pk])
+    assert [lesson.title for lesson in accepted] == ["Proposal: pin the model version"]
+    assert Lesson.objects.get(pk=proposal.pk).status == "rejected"
+
+
+def test_bulk_delete_of_lessons_goes_through_the_delete_service(admin_client, mixed, monkeypatch):
+    deleted = []
+    original = lesson_services.lesson_delete
+    monkeypatch.setattr(lesson_services, "lesson_delete", lambda *, lesson: deleted.append(lesson.pk) or original(lesson=lesson))
+    chosen = [mixed["rejected"].pk, mixed["confirmed"].pk]
+    response = admin_client.post(LESSONS, {"action": "delete_selected", "_selected_action": chosen, "post": "yes"})
+    assert response.status_code == 302
+    assert sorted(deleted) == sorted(chosen)
+    assert set(_statuses()) == {"Proposal: cache the tokenizer", "Proposal: pin the model version"}
+
+
+def test_bulk_delete_is_all_or_nothing(admin_client, mixed, monkeypatch):
+    calls = []
+
+    def failing_delete(*, lesson):
+        calls.append(lesson.pk)
+        if len(calls) == 2:
+            raise RuntimeError("the database went away")
+        lesson.delete()
+
+    monkeypatch.setattr(lesson_services, "lesson_delete", failing_delete)
+    with pytest.raises(RuntimeError):
+        lesson_services.lesson_delete_many(lessons=Lesson.objects.filter(pk__in=[mixed["rejected"].pk, mixed["confirmed"].pk]))
+    assert len(calls) == 2 and len(_statuses()) == 4  # the first delete was rolled back
+
+
+def test_bulk_delete_of_memories_goes_through_the_delete_service(admin_client, team, monkeypatch):
+    first = memory_update(memory=memory_create(team=team, content="Tom plays bass"), content="Tom plays double bass")
+    second = memory_create(team=team, content="Ana moved to Lisbon")
+    kept = memory_create(team=team, content="Sam likes climbing")
+    deleted = []
+    original = memory_services.memory_delete
+    monkeypatch.setattr(memory_services, "memory_delete", lambda *, memory: deleted.append(memory.pk) or original(memory=memory))
+    response = admin_client.post(MEMORIES, {"action": "delete_selected", "_selected_action": [first.pk, second.pk], "post": "yes"})
+    assert response.status_code == 302
+    assert sorted(deleted) == sorted([first.pk, second.pk])
+    assert list(Memory.objects.values_list("pk", flat=True)) == [kept.pk]  # versions went with their memory

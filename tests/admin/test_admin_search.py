@@ -1,0 +1,103 @@
+"""The lesson and memory lists' search box runs the search engine (lessons.admin.search)."""
+
+import pytest
+from django.urls import reverse
+
+from lessons.models import Lesson, Memory
+from tests.factories import LessonFactory, TeamFactory
+
+pytestmark = pytest.mark.django_db
+
+LESSONS = reverse("admin:lessons_lesson_changelist")
+MEMORIES = reverse("admin:lessons_memory_changelist")
+
+
+def _listed(response) -> list:
+    """The rows the list shows, in its order."""
+    return list(response.context["cl"].result_list)
+
+
+def test_database_security_finds_security_lessons_by_meaning_in_rank_order(admin_client, demo_team):
+    response = admin_client.get(LESSONS, {"q": "database security"})
+    assert response.status_code == 200
+    rows = _listed(response)
+    # Django's own search (icontains on each word) found none of the 196.
+    assert len(rows) >= 10
+    assert [row.search_rank for row in rows] == sorted(row.search_rank for row in rows)
+    scores = [row.search_score for row in rows]
+    assert scores[0] == max(scores)
+    assert {row.category for row in rows[:5]} <= {"security", "database"}
+    # Found by meaning: some of the best hits carry neither word anywhere in their text.
+    meaning_only = [
+        row for row in rows[:10]
+        if not any(word in f"{row.title} {row.description} {row.recommendation} {row.tags}".lower() for word in ("database", "secur"))
+    ]
+    assert meaning_only, [row.title for row in rows[:10]]
+    page = response.content.decode()
+    assert 'class="relevance relevance-high"' in page
+    assert "Ranked by the search engine" in page and reverse("admin:lessons_search_playground") in page
+
+
+def test_without_a_query_the_list_is_the_usual_one(admin_client, demo_team):
+    response = admin_client.get(LESSONS)
+    assert response.context["cl"].result_count == Lesson.objects.filter(team=demo_team).count()
+    assert "relevance" not in response.context["cl"].list_display
+    assert not hasattr(_listed(response)[0], "search_rank")
+
+
+def test_search_covers_every_status_unless_the_status_filter_chooses_one(admin_client, demo_team):
+    every = _listed(admin_client.get(LESSONS, {"q": "security headers for the browser"}))
+    assert {row.status for row in every} >= {"confirmed", "proposed"}
+    confirmed = _listed(admin_client.get(LESSONS, {"q": "security headers for the browser", "status__exact": "confirmed"}))
+    assert confirmed and {row.status for row in confirmed} == {"confirmed"}
+    by_category = _listed(admin_client.get(LESSONS, {"q": "security headers for the browser", "category__exact": "security"}))
+    assert by_category and {row.category for row in by_category} == {"security"}
+
+
+def test_team_filter_narrows_the_search_and_staff_see_every_team(admin_client, demo_team):
+    other = TeamFactory(slug="acme")
+    LessonFactory(team=other, title="Turn on row level security for tenant tables", category="security", tags=["rls"])
+    every_team = _listed(admin_client.get(LESSONS, {"q": "row level security"}))
+    assert {row.team.slug for row in every_team} == {"acme", "demo"}
+    only_acme = _listed(admin_client.get(LESSONS, {"q": "row level security", "team__id__exact": other.pk}))
+    assert [row.title for row in only_acme] == ["Turn on row level security for tenant tables"]
+    summary = admin_client.get(LESSONS, {"q": "row level security", "team__id__exact": other.pk}).content.decode()
+    assert "in team <strong>acme</strong>" in summary
+
+
+def test_evaluation_teams_stay_out_of_lists_unless_asked_for(admin_client, demo_team):
+    evaluation = TeamFactory(slug="eval-scifact")
+    LessonFactory(team=evaluation, title="Row level security in a benchmark corpus", tags=["rls"])
+    default = admin_client.get(LESSONS)
+    assert "eval-scifact" not in {row.team.slug for row in _listed(default)}
+    assert "Row level security in a benchmark" not in admin_client.get(LESSONS, {"q": "row level security"}).content.decode()
+    chosen = _listed(admin_client.get(LESSONS, {"q": "row level security", "team__id__exact": evaluation.pk}))
+    assert [row.team.slug for row in chosen] == ["eval-scifact"]
+    everything = admin_client.get(LESSONS, {"team__id__exact": "all"})
+    assert "eval-scifact" in {row.team.slug for row in _listed(everything)}
+    teams = admin_client.get(reverse("admin:lessons_team_changelist")).content.decode()
+    assert "eval-scifact" not in teams
+    assert "eval-scifact" in admin_client.get(reverse("admin:lessons_team_changelist"), {"evaluation": "include"}).content.decode()
+
+
+def test_memory_list_search_ranks_by_meaning(admin_client, demo_team):
+    response = admin_client.get(MEMORIES, {"q": "feeling anxious before a presentation"})
+    rows = _listed(response)
+    assert rows and all(row.current_version_id is None for row in rows)
+    assert any(word in rows[0].content.lower() for word in ("panic", "anxious", "anxiety"))
+    assert [row.search_rank for row in rows] == sorted(row.search_rank for row in rows)
+
+
+def test_a_query_the_engine_refuses_is_a_message_not_a_500(admin_client, demo_team):
+    response = admin_client.get(LESSONS, {"q": "x" * 2_500})
+    assert response.status_code == 200
+    messages = [str(message) for message in response.context["messages"]]
+    assert any("2,000" in message or "2000" in message for message in messages), messages
+    assert _listed(response) == []
+
+
+def test_a_bad_team_value_is_the_admin_s_own_error_not_a_500(admin_client, demo_team):
+    response = admin_client.get(LESSONS, {"q": "security", "team__id__exact": "drop table"})
+    # Django's answer to a bad list filter: back to the list with ?e=1 ("incorrect lookup").
+    assert response.status_code == 302 and response["Location"].endswith("?e=1")
+    assert Memory.objects.filter(team=demo_team).exists()

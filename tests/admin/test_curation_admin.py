@@ -1,0 +1,174 @@
+"""The curation pages' server side: bad input is an admin message (never a 500), permissions hold,
+a merge never crosses teams. The pages themselves are driven in a browser in tests/browser/."""
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.urls import reverse
+
+from lessons.models import DuplicateDismissal, Lesson, Memory
+from lessons.services.memories import memory_create, memory_update
+from tests.curation_data import DOCKER_PIN, DOCKER_PIN_AGAIN, embed, lesson
+
+pytestmark = pytest.mark.django_db
+
+DUPLICATES = reverse("admin:lessons_lesson_duplicates")
+PROPOSALS = reverse("admin:lessons_lesson_proposals")
+MEMORY_DUPLICATES = reverse("admin:lessons_memory_duplicates")
+
+
+def messages_of(response) -> list[str]:
+    return [str(message) for message in response.context["messages"]]
+
+
+@pytest.mark.parametrize("query", ["threshold=abc", "threshold=0", "threshold=3", "limit=-1", "team=nobody"])
+def test_bad_filters_are_shown_on_the_page(admin_client, team, query):
+    for url in (DUPLICATES, MEMORY_DUPLICATES):
+        response = admin_client.get(f"{url}?{query}")
+        assert response.status_code == 200
+        assert response.context["form"].errors  # named next to the filter, the page still answers
+
+
+def test_unknown_team_shows_nothing_rather_than_another_team(admin_client, team):
+    pin, pin_again = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    embed(pin, pin_again)
+    assert len(admin_client.get(DUPLICATES, {"team": "acme"}).context["pairs"]) == 1
+    response = admin_client.get(DUPLICATES, {"team": "nobody"})
+    assert response.context["pairs"] == []
+    assert "No such team" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"action": "merge"},
+        {"action": "merge", "first": "x", "second": "1"},
+        {"action": "merge", "first": "FIRST", "second": "SECOND", "keep": "999999", "text_from": "FIRST"},
+        {"action": "explode", "first": "FIRST", "second": "SECOND"},
+        {"action": "dismiss", "first": "FIRST", "second": "999999"},
+    ],
+)
+def test_bad_merge_requests_are_messages_and_change_nothing(admin_client, team, data):
+    pin, pin_again = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    ids = {"FIRST": str(pin.pk), "SECOND": str(pin_again.pk)}
+    response = admin_client.post(DUPLICATES, {name: ids.get(value, value) for name, value in data.items()}, follow=True)
+    assert response.status_code == 200
+    assert messages_of(response)
+    assert Lesson.objects.count() == 2
+    assert not DuplicateDismissal.objects.exists()
+
+
+def test_a_merge_across_teams_is_refused_with_a_message(admin_client, team, other_team):
+    ours, theirs = lesson(team, DOCKER_PIN), lesson(other_team, DOCKER_PIN_AGAIN)
+    response = admin_client.post(
+        DUPLICATES,
+        {"action": "merge", "first": ours.pk, "second": theirs.pk, "keep": ours.pk, "text_from": ours.pk},
+        follow=True,
+    )
+    assert any("another team" in text for text in messages_of(response))
+    assert Lesson.objects.count() == 2
+
+
+def test_the_redirect_stays_on_this_site(admin_client, team):
+    pin, pin_again = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    response = admin_client.post(
+        DUPLICATES, {"action": "dismiss", "first": pin.pk, "second": pin_again.pk, "next": "https://evil.example/"}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == DUPLICATES
+
+
+def test_a_handled_proposal_is_not_handled_twice(admin_client, team):
+    proposal = lesson(team, DOCKER_PIN, status="proposed")
+    target = lesson(team, DOCKER_PIN_AGAIN)
+    admin_client.post(PROPOSALS, {"proposal": proposal.pk, "action": "accept"})
+    response = admin_client.post(PROPOSALS, {"proposal": proposal.pk, "merge_into": target.pk}, follow=True)
+    assert any("already been handled" in text for text in messages_of(response))
+    assert Lesson.objects.count() == 2
+
+
+def test_merge_into_with_the_proposals_text(admin_client, team):
+    proposal = lesson(team, DOCKER_PIN, status="proposed", frequency=2)
+    target = lesson(team, DOCKER_PIN_AGAIN, frequency=3)
+    admin_client.post(PROPOSALS, {"proposal": proposal.pk, "merge_into_with_text": target.pk})
+    target.refresh_from_db()
+    assert (target.title, target.frequency, target.status) == (DOCKER_PIN["title"], 5, "confirmed")
+    assert not Lesson.objects.filter(pk=proposal.pk).exists()
+
+
+def test_viewers_see_the_pages_but_cannot_merge(client, team):
+    viewer = User.objects.create_user("viewer", password="x", is_staff=True)
+    viewer.user_permissions.add(*Permission.objects.filter(codename__in=["view_lesson", "view_memory"]))
+    client.force_login(viewer)
+    pin, pin_again = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    embed(pin, pin_again)
+    page = client.get(DUPLICATES)
+    assert page.status_code == 200
+    assert len(page.context["pairs"]) == 1 and 'value="merge"' not in page.content.decode()
+    response = client.post(
+        DUPLICATES, {"action": "merge", "first": pin.pk, "second": pin_again.pk, "keep": pin.pk, "text_from": pin.pk}
+    )
+    assert response.status_code == 403
+    assert Lesson.objects.count() == 2
+    assert client.get(PROPOSALS).status_code == 200
+    assert client.post(PROPOSALS, {"proposal": pin.pk, "action": "accept"}).status_code == 403
+
+
+def test_restore_needs_a_post_and_an_earlier_version_of_that_memory(admin_client, team):
+    memory = memory_create(team=team, content="First words")
+    memory_update(memory=memory, content="Second words")
+    version = Memory.objects.get(current_version=memory)
+    other = memory_create(team=team, content="Another memory")
+    url = reverse("admin:lessons_memory_restore_version", args=[memory.pk, version.pk])
+    assert admin_client.get(url).status_code == 405
+    wrong = reverse("admin:lessons_memory_restore_version", args=[other.pk, version.pk])
+    assert admin_client.post(wrong).status_code == 404
+    response = admin_client.post(url)
+    assert response.status_code == 302 and response["Location"].endswith(f"/{memory.pk}/change/#history")
+    memory.refresh_from_db()
+    assert (memory.content, memory.version) == ("First words", 3)
+
+
+def test_an_earlier_versions_page_shows_the_history_with_restore(admin_client, team):
+    memory = memory_create(team=team, content="First words")
+    memory_update(memory=memory, content="Second words")
+    version = Memory.objects.get(current_version=memory)
+    page = admin_client.get(reverse("admin:lessons_memory_change", args=[version.pk])).content.decode()
+    assert "Versions of the text" in page
+    assert reverse("admin:lessons_memory_restore_version", args=[memory.pk, version.pk]) in page
+
+
+def test_the_queue_is_paged_oldest_first(admin_client, team):
+    proposals = [lesson(team, {"title": f"Proposal {n}"}, status="proposed") for n in range(12)]
+    first = admin_client.get(PROPOSALS, {"team": "acme"})
+    assert [review.proposal.pk for review in first.context["reviews"]] == [p.pk for p in proposals[:10]]
+    second = admin_client.get(PROPOSALS, {"team": "acme", "page": 2})
+    assert [review.proposal.pk for review in second.context["reviews"]] == [p.pk for p in proposals[10:]]
+    assert "showing 11–12" in second.content.decode()
+    assert admin_client.get(PROPOSALS, {"team": "acme", "page": "x"}).status_code == 200
+
+
+def test_a_lessons_page_lists_the_lessons_merged_into_it(admin_client, team):
+    from lessons.services.curation import lesson_merge
+
+    kept, other = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN, frequency=4)
+    lesson_merge(keep=kept, merged=[other], text_from=other)
+    page = admin_client.get(reverse("admin:lessons_lesson_change", args=[kept.pk])).content.decode()
+    assert "Merged into this lesson" in page
+    assert f'data-merged="{other.pk}"' in page and "its text kept" in page
+    untouched = lesson(team, {"title": "Nothing merged here"})
+    assert "Merged into this lesson" not in admin_client.get(
+        reverse("admin:lessons_lesson_change", args=[untouched.pk])
+    ).content.decode()
+
+
+def test_a_not_a_duplicate_mark_can_be_taken_back(admin_client, team):
+    from lessons.services.curation import duplicate_dismiss
+
+    pin, pin_again = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    embed(pin, pin_again)
+    mark = duplicate_dismiss(team=team, kind="lesson", first_id=pin.pk, second_id=pin_again.pk)
+    assert admin_client.get(DUPLICATES).context["pairs"] == []
+    listing = admin_client.get(reverse("admin:lessons_duplicatedismissal_changelist"))
+    assert listing.status_code == 200 and str(pin_again.pk) in listing.content.decode()
+    admin_client.post(reverse("admin:lessons_duplicatedismissal_delete", args=[mark.pk]), {"post": "yes"})
+    assert len(admin_client.get(DUPLICATES).context["pairs"]) == 1

@@ -1,0 +1,233 @@
+"""Merging lessons and memories, "not a duplicate", restoring a memory's version."""
+
+import numpy as np
+import pytest
+from django.core.exceptions import ValidationError
+
+from lessons.embedding import embedding_text, get_embedding_backend
+from lessons.models import DuplicateDismissal, Lesson, LessonMerge, Memory
+from lessons.services.curation import duplicate_dismiss, lesson_merge, memory_merge, memory_restore_version
+from lessons.services.memories import memory_create, memory_update
+from tests.curation_data import BASS, CHECKOUT_TESTS, DOCKER_PIN, DOCKER_PIN_AGAIN, FOREIGN_KEYS, embed, lesson
+
+pytestmark = pytest.mark.django_db
+
+
+def test_merge_sums_frequency_keeps_highest_confidence_and_unions_terms(team):
+    kept = lesson(team, DOCKER_PIN, frequency=3, confidence=0.6, tags=["docker", "ci"], tech_stacks=["docker"],
+                  project_types=["saas"])
+    first = lesson(team, DOCKER_PIN_AGAIN, frequency=2, confidence=0.9, tags=["CI", "builds"],
+                   tech_stacks=["docker", "github-actions"], project_types=["api"])
+    second = lesson(team, {**DOCKER_PIN_AGAIN, "title": "Pin base images"}, frequency=1, confidence=0.4,
+                    tags=["reproducibility"])
+
+    result = lesson_merge(keep=kept, merged=[first, second])
+
+    result.refresh_from_db()
+    assert result.pk == kept.pk
+    assert result.frequency == 6
+    assert result.confidence == 0.9
+    assert result.tags == ["docker", "ci", "builds", "reproducibility"]
+    assert result.tech_stacks == ["docker", "github-actions"]
+    assert result.project_types == ["saas", "api"]
+    assert result.title == DOCKER_PIN["title"]  # the kept lesson's own text by default
+    assert not Lesson.objects.filter(pk__in=[first.pk, second.pk]).exists()
+    records = {record.merged_lesson_id: record for record in LessonMerge.objects.filter(lesson=kept)}
+    assert set(records) == {first.pk, second.pk}
+    assert records[first.pk].merged_title == DOCKER_PIN_AGAIN["title"]
+    assert records[first.pk].merged_fields["frequency"] == 2
+    assert records[first.pk].merged_fields["tags"] == ["ci", "builds"]
+    assert not any(record.text_kept for record in records.values())
+
+
+def test_merge_takes_the_text_the_curator_picks_and_re_embeds_it(team, django_capture_on_commit_callbacks):
+    kept = lesson(team, DOCKER_PIN, category="deployment")
+    other = lesson(team, DOCKER_PIN_AGAIN, category="workflow", context="Every service's Dockerfile.")
+    embed(kept, other)
+    old_vector = np.asarray(kept.embedding)
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        lesson_merge(keep=kept, merged=[other], text_from=other)
+
+    assert len(callbacks) == 1  # one embedding, queued after the commit
+    kept.refresh_from_db()
+    assert (kept.title, kept.description, kept.recommendation, kept.context, kept.category) == (
+        DOCKER_PIN_AGAIN["title"], DOCKER_PIN_AGAIN["description"], DOCKER_PIN_AGAIN["recommendation"],
+        "Every service's Dockerfile.", "workflow",
+    )
+    expected = get_embedding_backend().embed_documents([embedding_text(kept)])[0]
+    np.testing.assert_allclose(np.asarray(kept.embedding), expected, atol=1e-6)
+    assert not np.allclose(np.asarray(kept.embedding), old_vector)
+    assert LessonMerge.objects.get(lesson=kept).text_kept
+
+
+def test_merge_keeping_the_text_does_not_re_embed(team, django_capture_on_commit_callbacks):
+    kept, other = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    embed(kept, other)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        lesson_merge(keep=kept, merged=[other])
+    assert callbacks == []
+
+
+def test_merge_never_crosses_teams_and_changes_nothing(team, other_team):
+    kept = lesson(team, DOCKER_PIN, frequency=2)
+    ours = lesson(team, DOCKER_PIN_AGAIN)
+    theirs = lesson(other_team, DOCKER_PIN_AGAIN, frequency=5)
+    with pytest.raises(ValidationError) as error:
+        lesson_merge(keep=kept, merged=[ours, theirs])
+    assert "merged" in error.value.message_dict
+    assert "another team" in str(error.value)
+    assert Lesson.objects.filter(pk__in=[kept.pk, ours.pk, theirs.pk]).count() == 3
+    kept.refresh_from_db()
+    assert kept.frequency == 2
+    assert not LessonMerge.objects.exists()
+
+
+def test_a_failing_merge_rolls_back_everything(team):
+    kept = lesson(team, DOCKER_PIN, frequency=2)
+    other = lesson(team, DOCKER_PIN_AGAIN, frequency=3)
+    # A tag written behind the services' back, which the kept lesson's validation refuses: the
+    # merge fails at its very last step, after the deletes and the records.
+    Lesson.objects.filter(pk=other.pk).update(tags=["not allowed!"])
+    with pytest.raises(ValidationError) as error:
+        lesson_merge(keep=kept, merged=[other])
+    assert "tags" in error.value.message_dict
+    assert Lesson.objects.filter(pk=other.pk).exists()
+    assert not LessonMerge.objects.exists()
+    kept.refresh_from_db()
+    assert kept.frequency == 2
+
+
+@pytest.mark.parametrize("case", ["empty", "itself", "text_from_elsewhere"])
+def test_merge_refuses_bad_requests_naming_the_field(team, case):
+    kept, other, bystander = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN), lesson(team, FOREIGN_KEYS)
+    arguments = {
+        "empty": ({"merged": []}, "merged"),
+        "itself": ({"merged": [kept, other]}, "merged"),
+        "text_from_elsewhere": ({"merged": [other], "text_from": bystander}, "text_from"),
+    }[case]
+    with pytest.raises(ValidationError) as error:
+        lesson_merge(keep=kept, **arguments[0])
+    assert list(error.value.message_dict) == [arguments[1]]
+    assert Lesson.objects.filter(team=team).count() == 3
+
+
+def test_records_follow_a_lesson_merged_again(team):
+    first, second, third = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN), lesson(team, CHECKOUT_TESTS)
+    lesson_merge(keep=second, merged=[first])
+    lesson_merge(keep=third, merged=[second])
+    assert sorted(LessonMerge.objects.filter(lesson=third).values_list("merged_lesson_id", flat=True)) == sorted(
+        [first.pk, second.pk]
+    )
+    third.refresh_from_db()
+    assert third.frequency == 3
+
+
+def test_a_proposal_kept_over_a_confirmed_lesson_becomes_confirmed(team):
+    proposal = lesson(team, DOCKER_PIN, status="proposed")
+    confirmed = lesson(team, DOCKER_PIN_AGAIN)
+    lesson_merge(keep=proposal, merged=[confirmed])
+    proposal.refresh_from_db()
+    assert proposal.status == "confirmed"
+    # ... but merging a proposal into a confirmed lesson leaves it confirmed, and a rejected one
+    # merged into a proposal leaves that a proposal.
+    another, rejected = lesson(team, FOREIGN_KEYS, status="proposed"), lesson(team, CHECKOUT_TESTS, status="rejected")
+    lesson_merge(keep=another, merged=[rejected])
+    another.refresh_from_db()
+    assert another.status == "proposed"
+
+
+def test_merging_forgets_the_dismissals_of_deleted_lessons(team):
+    kept, other, third = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN), lesson(team, FOREIGN_KEYS)
+    duplicate_dismiss(team=team, kind="lesson", first_id=other.pk, second_id=third.pk)
+    duplicate_dismiss(team=team, kind="lesson", first_id=kept.pk, second_id=third.pk)
+    lesson_merge(keep=kept, merged=[other])
+    assert list(DuplicateDismissal.objects.values_list("low_id", "high_id")) == [
+        tuple(sorted((kept.pk, third.pk)))
+    ]
+
+
+def test_dismissal_stores_the_pair_ordered_once(team):
+    first, second = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    one = duplicate_dismiss(team=team, kind="lesson", first_id=second.pk, second_id=first.pk)
+    two = duplicate_dismiss(team=team, kind="lesson", first_id=first.pk, second_id=second.pk)
+    assert one.pk == two.pk
+    assert (one.low_id, one.high_id) == (min(first.pk, second.pk), max(first.pk, second.pk))
+    assert DuplicateDismissal.objects.count() == 1
+
+
+def test_dismissal_refuses_other_teams_rows_and_bad_pairs(team, other_team):
+    ours = lesson(team, DOCKER_PIN)
+    theirs = lesson(other_team, DOCKER_PIN_AGAIN)
+    with pytest.raises(ValidationError, match=str(theirs.pk)):
+        duplicate_dismiss(team=team, kind="lesson", first_id=ours.pk, second_id=theirs.pk)
+    with pytest.raises(ValidationError) as error:
+        duplicate_dismiss(team=team, kind="lesson", first_id=ours.pk, second_id=ours.pk)
+    assert "ids" in error.value.message_dict
+    with pytest.raises(ValidationError) as error:
+        duplicate_dismiss(team=team, kind="recipe", first_id=ours.pk, second_id=theirs.pk)
+    assert "kind" in error.value.message_dict
+    assert not DuplicateDismissal.objects.exists()
+
+
+# --- memories -------------------------------------------------------------------------------------
+
+
+def test_memory_merge_keeps_one_text_and_unions_the_rest(team):
+    kept = memory_create(team=team, content=BASS, categories=["person"], people=["Tom"], importance=4)
+    other = memory_create(
+        team=team, content="Tom is a bassist.", categories=["interest"], people=["Tom", "Lena"],
+        emotions=["proud"], importance=7, occurred_at="2025-03-01T10:00:00Z",
+    )
+    memory_update(memory=other, content="Tom is a jazz bassist.")  # the other one has a version too
+    result = memory_merge(keep=kept, merged=other)
+
+    result.refresh_from_db()
+    assert (result.content, result.version) == (BASS, 1)  # the kept text, no new version
+    assert result.categories == ["person", "interest"]
+    assert result.people == ["Tom", "Lena"]
+    assert result.emotions == ["proud"]
+    assert result.importance == 7
+    assert result.occurred_at is not None
+    assert not Memory.objects.filter(pk=other.pk).exists()
+    assert not Memory.objects.filter(current_version_id=other.pk).exists()  # its versions went with it
+    assert Memory.objects.filter(team=team).count() == 1
+
+
+def test_memory_merge_refuses_other_teams_and_earlier_versions(team, other_team):
+    kept = memory_create(team=team, content=BASS)
+    theirs = memory_create(team=other_team, content=BASS)
+    with pytest.raises(ValidationError, match="another team"):
+        memory_merge(keep=kept, merged=theirs)
+    mine = memory_create(team=team, content="First words")
+    memory_update(memory=mine, content="Second words")
+    earlier = Memory.objects.get(current_version=mine)
+    with pytest.raises(ValidationError, match="earlier version"):
+        memory_merge(keep=kept, merged=earlier)
+    with pytest.raises(ValidationError, match="itself"):
+        memory_merge(keep=kept, merged=kept)
+    assert Memory.objects.count() == 4
+
+
+def test_restore_makes_an_old_text_current_and_keeps_the_replaced_one(team):
+    memory = memory_create(team=team, content="Maria works as a nurse", details="Night shifts.")
+    memory_update(memory=memory, content="Maria became a midwife", details="Day shifts.")
+    first = Memory.objects.get(current_version=memory, version=1)
+
+    memory_restore_version(memory=memory, version=first)
+
+    memory.refresh_from_db()
+    assert (memory.content, memory.details, memory.version) == ("Maria works as a nurse", "Night shifts.", 3)
+    history = list(Memory.objects.filter(current_version=memory).order_by("version").values_list("version", "content"))
+    assert history == [(1, "Maria works as a nurse"), (2, "Maria became a midwife")]
+
+
+def test_restore_refuses_a_version_of_another_memory(team):
+    one = memory_create(team=team, content="One")
+    memory_update(memory=one, content="One, edited")
+    two = memory_create(team=team, content="Two")
+    with pytest.raises(ValidationError) as error:
+        memory_restore_version(memory=two, version=Memory.objects.get(current_version=one))
+    assert "version" in error.value.message_dict
+    two.refresh_from_db()
+    assert (two.content, two.version) == ("Two", 1)
