@@ -34,7 +34,9 @@ class EmbeddingAdminMixin:
     """For the admin classes of rows that carry an embedding. Put it before ModelAdmin."""
 
     def get_queryset(self, request):
-        return with_embedding_status(queryset=super().get_queryset(request))
+        # The vectors are never shown; parsing 100 of them cost a list page ~50 ms.
+        queryset = super().get_queryset(request).defer("embedding", "search_vector")
+        return with_embedding_status(queryset=queryset)
 
     @admin.display(description="embedding", ordering="embedding_status")
     def embedding_status(self, obj):

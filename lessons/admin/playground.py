@@ -40,7 +40,11 @@ class TermsField(forms.CharField):
 
 def _weight_field(label):
     return forms.FloatField(
-        label=label, required=False, min_value=0.0, max_value=1.0, widget=forms.NumberInput(attrs={"step": "0.05"})
+        label=label,
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        widget=forms.NumberInput(attrs={"step": "0.05", "title": f"{label} weight (blank: the default)"}),
     )
 
 

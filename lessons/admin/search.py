@@ -13,7 +13,8 @@ Evaluation teams (`eval-*`) are left out of the lists unless the team filter ask
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ORDER_VAR, ChangeList
-from django.db.models import Case, FloatField, IntegerField, TextField, Value, When
+from django.db.models import FloatField, IntegerField, TextField
+from django.db.models.expressions import RawSQL
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
@@ -106,6 +107,7 @@ class EngineSearchMixin:
                 query=query,
                 teams=teams_to_search(request),
                 filters=self.engine_search_filters(request),
+                limit=self.list_per_page,  # the best hits fit on one page
             )
             request._engine_search = found
             if found.error is not None:
@@ -116,14 +118,7 @@ class EngineSearchMixin:
                 )
         if not found.rows:
             return queryset.none(), False
-        ranked = found.rows
-        queryset = queryset.filter(pk__in=found.ids).annotate(
-            search_rank=Case(*[When(pk=row.id, then=Value(row.rank)) for row in ranked], output_field=IntegerField()),
-            search_score=Case(*[When(pk=row.id, then=Value(row.score)) for row in ranked], output_field=FloatField()),
-            search_relevance=Case(
-                *[When(pk=row.id, then=Value(row.relevance)) for row in ranked], output_field=TextField()
-            ),
-        )
+        queryset = queryset.filter(pk__in=found.ids).annotate(**_ranking_columns(queryset.model, found.rows))
         if ORDER_VAR not in request.GET:  # a column the curator clicked wins over the ranking
             queryset = queryset.order_by("search_rank", "pk")
         return queryset, False
@@ -140,6 +135,21 @@ class EngineSearchMixin:
             relevance,
             f"{obj.search_score:.2f}",
         )
+
+
+def _ranking_columns(model, rows) -> dict:
+    """The hits' rank, score and relevance as columns, looked up in three array parameters by the
+    row's position in the ids array (one expression each, however many hits; a CASE with a WHEN
+    per hit cost Django ~100 ms to compile for 100 hits)."""
+    position = f'array_position(%s::bigint[], "{model._meta.db_table}"."id")'
+    ids = [row.id for row in rows]
+    return {
+        "search_rank": RawSQL(position, [ids], output_field=IntegerField()),
+        "search_score": RawSQL(f"(%s::float8[])[{position}]", [[row.score for row in rows], ids], output_field=FloatField()),
+        "search_relevance": RawSQL(
+            f"(%s::text[])[{position}]", [[row.relevance for row in rows], ids], output_field=TextField()
+        ),
+    }
 
 
 def lesson_search_filters(request) -> SearchFilters:

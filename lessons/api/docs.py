@@ -67,9 +67,19 @@ class StaffSwagger(Swagger):
 
 
 class MemoryStoreAPI(NinjaAPI):
-    """The project's NinjaAPI, whose OpenAPI document tells staff how to name their team."""
+    """The project's NinjaAPI, whose OpenAPI document tells staff how to name their team.
+
+    The document is built once per path prefix: the routes do not change while the process runs,
+    and building it took most of a second on this machine for every load of the docs page."""
 
     def get_openapi_schema(self, *, path_prefix=None, path_params=None):
+        cache = self.__dict__.setdefault("_openapi_cache", {})
+        key = (path_prefix, tuple(sorted((path_params or {}).items())))
+        if key not in cache:
+            cache[key] = self._staff_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        return cache[key]
+
+    def _staff_openapi_schema(self, *, path_prefix, path_params):
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
         schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
         if SESSION_SCHEME not in schemes:

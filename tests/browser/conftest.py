@@ -3,8 +3,10 @@
 
 Fixtures (names are stable; other test modules rely on them):
 
-- `browser`: one headless Chromium per test module (`/usr/bin/chromium`, or
-  `CHROMIUM_PATH`). Playwright's own browser download is not used.
+- `browser`: one headless Chromium per test module (`/usr/bin/chromium`, or `CHROMIUM_PATH`).
+  Playwright's own browser download is not used. Module-scoped, not session-scoped: Playwright's
+  sync API keeps an asyncio loop running in the main thread while it is started, and tests that run
+  later in the session (the MCP server's, with anyio) need that thread free of it.
 - `page`: a fresh browser context and page for one test, anonymous, 1280x800, with a short default
   timeout so a missing element fails fast. Its base URL is the live server's, so paths work:
   `page.goto("/admin/")`.
