@@ -193,6 +193,12 @@ SEARCH_RELEVANCE_THRESHOLDS = {"high": 0.55, "medium": 0.3}
 # pgvector 0.8 iterative index scans, so that a selective filter still fills the page.
 SEARCH_HNSW_EF_SEARCH = env.int("SEARCH_HNSW_EF_SEARCH", default=100)
 SEARCH_HNSW_MAX_SCAN_TUPLES = env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", default=20_000)
+# The memory shortcuts (lessons/selectors/memories.py). `get_panic_attacks` lists every current
+# memory whose emotions or categories hold one of these terms (lowercase, as the services store
+# them); the listings (panic attacks, friends, interests, events) return at most LISTING_MAX rows,
+# with `total` saying how many there are.
+MEMORY_PANIC_TERMS = ("panic", "panic-attack")
+MEMORY_LISTING_MAX = 500
 # A project phase narrows lessons to the categories that matter in it.
 SEARCH_PHASE_CATEGORIES = {
     "discovery": ["architecture", "workflow", "security", "database"],

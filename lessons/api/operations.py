@@ -13,6 +13,7 @@ from lessons.api.schemas import (
     LessonProposeIn,
     MemoryIn,
     MemoryLimitQuery,
+    PanicAttacksQuery,
     PatternsQuery,
     RelevantLessonsQuery,
     SearchIn,
@@ -29,6 +30,7 @@ from lessons.selectors.memories import (
     memories_by_person,
     memories_friends,
     memories_interests,
+    memories_panic_attacks,
     memories_recent_events,
     memories_search_versions,
 )
@@ -128,16 +130,20 @@ def store_memory(*, team: Team, payload: MemoryIn) -> Memory:
     return memory_services.memory_create(team=team, **payload.model_dump())
 
 
-def friends(*, team: Team, payload: MemoryLimitQuery) -> dict:
-    return search_response_as_dict(memories_friends(team=team, limit=payload.limit))
+def friends(*, team: Team, payload: MemoryLimitQuery):
+    return memories_friends(team=team, limit=payload.limit)
 
 
-def interests(*, team: Team, payload: MemoryLimitQuery) -> dict:
-    return search_response_as_dict(memories_interests(team=team, limit=payload.limit))
+def panic_attacks(*, team: Team, payload: PanicAttacksQuery):
+    return memories_panic_attacks(team=team, limit=payload.limit)
 
 
-def events(*, team: Team, payload: EventsQuery) -> dict:
-    return search_response_as_dict(memories_recent_events(team=team, days=payload.days, limit=payload.limit))
+def interests(*, team: Team, payload: MemoryLimitQuery):
+    return memories_interests(team=team, limit=payload.limit)
+
+
+def events(*, team: Team, payload: EventsQuery):
+    return memories_recent_events(team=team, days=payload.days, limit=payload.limit)
 
 
 def by_person(*, team: Team, payload: ByPersonQuery) -> dict:
