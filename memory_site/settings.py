@@ -203,6 +203,13 @@ SEARCH_USAGE_PRIOR = env.float("SEARCH_USAGE_PRIOR", default=2.0)
 SEARCH_USAGE_HALF_LIFE_DAYS = env.float("SEARCH_USAGE_HALF_LIFE_DAYS", default=90.0)
 # Searches are kept this long for feedback (`manage.py purge_searches` deletes older ones).
 SEARCH_RECORD_RETENTION_DAYS = env.int("SEARCH_RECORD_RETENTION_DAYS", default=30)
+
+# The memory shortcuts (lessons/selectors/memories.py). `get_panic_attacks` lists every current
+# memory whose emotions or categories hold one of these terms (lowercase, as the services store
+# them); the listings (panic attacks, friends, interests, events) return at most LISTING_MAX rows,
+# with `total` saying how many there are.
+MEMORY_PANIC_TERMS = ("panic", "panic-attack")
+MEMORY_LISTING_MAX = 500
 # A project phase narrows lessons to the categories that matter in it.
 SEARCH_PHASE_CATEGORIES = {
     "discovery": ["architecture", "workflow", "security", "database"],

@@ -1,5 +1,6 @@
 """Memories: list, read, write (a new text keeps the old one as a version), versions, and the
-agents' shortcuts (friends, interests, events, by person, by emotion, across versions)."""
+agents' shortcuts: listings (friends, panic attacks, interests, events) and searches (by person,
+by emotion, across versions)."""
 
 from ninja import Path, Query, Router
 from ninja.pagination import paginate
@@ -17,9 +18,12 @@ from lessons.api.schemas import (
     MemoryFilters,
     MemoryIn,
     MemoryLimitQuery,
+    MemoryListOut,
     MemoryOut,
     MemoryPatch,
     MemoryVersionOut,
+    PanicAttacksQuery,
+    PeopleOut,
     SearchOut,
     SearchVersionsIn,
 )
@@ -42,17 +46,24 @@ def create_memory(request, payload: MemoryIn):
     return 201, operations.store_memory(team=request.auth.team, payload=payload)
 
 
-@router.get("/memories/friends", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@router.get("/memories/friends", response={200: PeopleOut, **INVALID, **AUTHENTICATED})
 def friends(request, params: Query[MemoryLimitQuery]):
     return operations.friends(team=request.auth.team, payload=params)
 
 
-@router.get("/memories/interests", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@router.get("/memories/panic-attacks", response={200: MemoryListOut, **INVALID, **AUTHENTICATED})
+def panic_attacks(request, params: Query[PanicAttacksQuery]):
+    """Every memory whose emotions or categories hold a panic term (settings.MEMORY_PANIC_TERMS),
+    in the order they happened."""
+    return operations.panic_attacks(team=request.auth.team, payload=params)
+
+
+@router.get("/memories/interests", response={200: MemoryListOut, **INVALID, **AUTHENTICATED})
 def interests(request, params: Query[MemoryLimitQuery]):
     return operations.interests(team=request.auth.team, payload=params)
 
 
-@router.get("/memories/events", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@router.get("/memories/events", response={200: MemoryListOut, **INVALID, **AUTHENTICATED})
 def events(request, params: Query[EventsQuery]):
     return operations.events(team=request.auth.team, payload=params)
 

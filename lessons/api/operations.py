@@ -18,6 +18,7 @@ from lessons.api.schemas import (
     LessonProposeIn,
     MemoryIn,
     MemoryLimitQuery,
+    PanicAttacksQuery,
     PatternsQuery,
     RelevantLessonsQuery,
     SearchIn,
@@ -34,6 +35,7 @@ from lessons.selectors.memories import (
     memories_by_person,
     memories_friends,
     memories_interests,
+    memories_panic_attacks,
     memories_recent_events,
     memories_search_versions,
 )
@@ -161,25 +163,20 @@ def store_memory(*, team: Team, payload: MemoryIn) -> Memory:
     return memory_services.memory_create(team=team, **payload.model_dump())
 
 
-def friends(*, team: Team, payload: MemoryLimitQuery, source: str = "api") -> dict:
-    return _recorded(
-        team=team, kind="memories", operation="friends", query=_arguments(payload), source=source,
-        response=memories_friends(team=team, limit=payload.limit),
-    )
+def friends(*, team: Team, payload: MemoryLimitQuery):
+    return memories_friends(team=team, limit=payload.limit)
 
 
-def interests(*, team: Team, payload: MemoryLimitQuery, source: str = "api") -> dict:
-    return _recorded(
-        team=team, kind="memories", operation="interests", query=_arguments(payload), source=source,
-        response=memories_interests(team=team, limit=payload.limit),
-    )
+def panic_attacks(*, team: Team, payload: PanicAttacksQuery):
+    return memories_panic_attacks(team=team, limit=payload.limit)
 
 
-def events(*, team: Team, payload: EventsQuery, source: str = "api") -> dict:
-    return _recorded(
-        team=team, kind="memories", operation="events", query=_arguments(payload), source=source,
-        response=memories_recent_events(team=team, days=payload.days, limit=payload.limit),
-    )
+def interests(*, team: Team, payload: MemoryLimitQuery):
+    return memories_interests(team=team, limit=payload.limit)
+
+
+def events(*, team: Team, payload: EventsQuery):
+    return memories_recent_events(team=team, days=payload.days, limit=payload.limit)
 
 
 def by_person(*, team: Team, payload: ByPersonQuery, source: str = "api") -> dict:

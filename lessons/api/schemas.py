@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
+from django.conf import settings
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
 from pydantic import ConfigDict, field_validator
 
@@ -381,6 +382,38 @@ class SessionIn(StrictIn):
 
 class MemoryLimitQuery(TextIn):
     limit: Limit = 50
+
+
+class PanicAttacksQuery(TextIn):
+    limit: int = Field(
+        settings.MEMORY_LISTING_MAX,
+        ge=1,
+        le=settings.MEMORY_LISTING_MAX,
+        description=f"How many, 1..{settings.MEMORY_LISTING_MAX} (all of them by default).",
+    )
+
+
+class MemoryListOut(Schema):
+    """A listing (not a search): every memory that matches, in the listing's documented order;
+    no scores or relevance labels. `total` counts them all, `results` holds the first `limit`."""
+
+    total: int
+    results: list[MemoryOut]
+
+
+class PersonOut(Schema):
+    name: str = Field(description="The most common spelling of the name in the memories.")
+    summary: str = Field(description="The content of this person's most important memory (most recent on ties).")
+    importance: int = Field(description="The highest importance among this person's memories.")
+    memory_count: int
+    memory_ids: list[int] = Field(description="Their memories' ids, most important first, then most recent.")
+
+
+class PeopleOut(Schema):
+    """Everyone named in the memories' `people`, most important first, then by name."""
+
+    total: int
+    results: list[PersonOut]
 
 
 class EventsQuery(TextIn):

@@ -23,8 +23,11 @@ from lessons.api.schemas import (
     LessonProposeIn,
     MemoryIn,
     MemoryLimitQuery,
+    MemoryListOut,
     MemoryOut,
+    PanicAttacksQuery,
     PatternsQuery,
+    PeopleOut,
     RelevantLessonsQuery,
     SearchIn,
     SearchOut,
@@ -182,40 +185,46 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     ),
     AgentTool(
         name="get_all_friends",
-        description="Get summary of all friends and people we know.",
+        description="Everyone named in the memories: one entry per person (names compared "
+        "case-insensitively), with the content of their most important memory as summary, their "
+        "highest importance, how many memories name them and those memories' ids; most important "
+        "first, then by name. Counts every memory naming the person, whatever its category.",
         endpoint="GET /memories/friends",
         input=MemoryLimitQuery,
-        output=SearchOut,
+        output=PeopleOut,
         operation=operations.friends,
     ),
     AgentTool(
         name="get_panic_attacks",
-        description="Get list of all panic attack memories.",
-        endpoint="GET /memories/by-emotion",
-        input=ByEmotionQuery,
-        output=SearchOut,
-        operation=operations.by_emotion,
-        fixed={"emotion": "panic"},
+        description="Every panic attack memory (emotions or categories hold 'panic' or "
+        "'panic-attack'), in the order they happened, with `total`; nothing else is mixed in.",
+        endpoint="GET /memories/panic-attacks",
+        input=PanicAttacksQuery,
+        output=MemoryListOut,
+        operation=operations.panic_attacks,
     ),
     AgentTool(
         name="get_interests",
-        description="Get list of all interests and hobbies.",
+        description="Every interest and hobby memory (category 'interest'), most important first, "
+        "then most recent, with `total`.",
         endpoint="GET /memories/interests",
         input=MemoryLimitQuery,
-        output=SearchOut,
+        output=MemoryListOut,
         operation=operations.interests,
     ),
     AgentTool(
         name="get_events",
-        description="Recent event memories.",
+        description="Event memories (category 'event') of the last `days` days (when they "
+        "happened, else when stored), newest first, with `total`.",
         endpoint="GET /memories/events",
         input=EventsQuery,
-        output=SearchOut,
+        output=MemoryListOut,
         operation=operations.events,
     ),
     AgentTool(
         name="search_by_person",
-        description="Find all memories about a specific person.",
+        description="Memories about a specific person, ranked by meaning; spelling-tolerant "
+        "('Jon' finds Jonas). A name no memory has gives no results.",
         endpoint="GET /memories/by-person",
         input=ByPersonQuery,
         output=SearchOut,

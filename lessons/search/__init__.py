@@ -1,6 +1,6 @@
 """Hybrid search over lessons and memories. See `lessons.search.types` for the contract."""
 
-from lessons.search.engine import list_items, search
+from lessons.search.engine import search
 from lessons.search.serialise import search_response_as_dict
 from lessons.search.types import (
     FUSIONS,
@@ -24,7 +24,6 @@ __all__ = [
     "SearchRequest",
     "SearchRequestError",
     "SearchResponse",
-    "list_items",
     "search",
     "search_response_as_dict",
 ]

@@ -57,7 +57,7 @@ from lessons.search.context import STOP_WORDS, contextual_query, extract_keyword
 from lessons.search.encode import encode_in_background, model_unavailable_reason
 from lessons.search.exact import EXACT_TIER_MAX_TERMS
 from lessons.search.filters import filter_clause
-from lessons.search.hits import candidate_from_row, hit_from_candidate, listed_hits, respond
+from lessons.search.hits import candidate_from_row, hit_from_candidate, recency_hits, respond
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.semantic import vector_literal
 from lessons.search.statements import (
@@ -190,24 +190,9 @@ def _recency_response(*, request, scope, timings, started, degraded_reason, cand
     tick = perf_counter()
     rows = recent_rows(scope=scope, limit=request.limit)
     timings["sql"] = timings.get("sql", 0.0) + _ms(tick)
-    hits = listed_hits(request=request, kind=scope.kind, rows=rows, label_by_quality=False)
+    hits = recency_hits(request=request, kind=scope.kind, rows=rows)
     return respond(request=request, hits=hits, timings=timings, started=started, degraded_reason=degraded_reason,
                    fallback="recency", candidates=candidates, keywords=[])
-
-
-def list_items(*, request: SearchRequest, order: str) -> SearchResponse:
-    """A listing without a query (friends, interests, recent events): the same filters, fields and
-    response as a search, ordered by `order` ("recent", "importance", "occurred"); score = quality."""
-    started = perf_counter()
-    validate(request)
-    kind = SEARCH_KINDS[request.kind]
-    scope = Scope(kind, *filter_clause(kind=request.kind, team_id=request.team.pk, filters=request.filters))
-    tick = perf_counter()
-    rows = recent_rows(scope=scope, limit=request.limit, order=order)
-    timings = {"embed": 0.0, "sql": _ms(tick), "fuse": 0.0}
-    hits = listed_hits(request=request, kind=kind, rows=rows, label_by_quality=True)
-    return respond(request=request, hits=hits, timings=timings, started=started, degraded_reason=None,
-                   fallback=None, candidates={"listed": len(rows)}, keywords=[], mode="list")
 
 
 def _ms(since: float) -> float:

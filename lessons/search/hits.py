@@ -79,10 +79,9 @@ def hit_from_candidate(*, request: SearchRequest, kind: SearchKind, candidate: s
     )
 
 
-def listed_hits(*, request: SearchRequest, kind: SearchKind, rows: list[dict], label_by_quality: bool) -> list[SearchHit]:
-    """Rows that matched nothing (the recency fallback) or were listed, scored by quality alone."""
+def recency_hits(*, request: SearchRequest, kind: SearchKind, rows: list[dict]) -> list[SearchHit]:
+    """Rows that matched nothing (the recency fallback): scored by quality alone, labelled low."""
     now = timezone.now()
-    thresholds = settings.SEARCH_RELEVANCE_THRESHOLDS
     hits = []
     for row in rows:
         quality = kind.quality(row, now)
@@ -93,7 +92,7 @@ def listed_hits(*, request: SearchRequest, kind: SearchKind, rows: list[dict], l
                 kind=kind.hit_kind,
                 fields=row,
                 score=round(quality, 4),
-                relevance=scoring.label_of_score(quality, thresholds) if label_by_quality else "low",
+                relevance="low",
                 found_by=[],
                 explanation={"quality": round(quality, 4), "fallback": "recency"} if request.explain else None,
             )

@@ -169,18 +169,10 @@ def with_keyword_signals(rows: list[dict], keyword_rows: list[dict]) -> list[dic
     return rows
 
 
-LISTING_ORDERS = {
-    "recent": "t.updated_at DESC, t.id DESC",
-    "importance": "t.importance DESC, t.updated_at DESC, t.id DESC",
-    "occurred": "coalesce(t.occurred_at, t.created_at) DESC, t.id DESC",
-}
-
-
-def recent_rows(*, scope: Scope, limit: int, order: str = "recent") -> list[dict]:
-    """Rows passing the filter, most recently updated first (the recency fallback), or by
-    importance or occurrence for the memory listings."""
+def recent_rows(*, scope: Scope, limit: int) -> list[dict]:
+    """Rows passing the filter, most recently updated first (the recency fallback)."""
     sql = (f"SELECT {', '.join(field_columns(scope.kind))} FROM {scope.kind.table} AS t WHERE {scope.filter_sql}"
-           f" ORDER BY {LISTING_ORDERS[order]} LIMIT %s")
+           " ORDER BY t.updated_at DESC, t.id DESC LIMIT %s")
     return fetch_dicts(sql, [*scope.filter_params, limit])
 
 

@@ -1,39 +1,130 @@
-"""Domain queries over memories (seed 004): friends, emotions, interests, recent events, people and
-earlier versions. Each returns a SearchResponse, so the API serialises them one way."""
+"""Domain queries over memories (seed 004): friends, panic attacks, interests, recent events,
+people and earlier versions.
 
+Two kinds of answer:
+- listings (friends, panic attacks, interests, events) say what their names say: plain ORM /
+  SQL reads over the team's current memories, in a documented order, with `total`; no ranking,
+  no relevance labels, never a fallback;
+- searches (by person, by emotion, across versions) rank by meaning through `lessons.search`
+  and keep its response shape.
+"""
+
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
+from django.conf import settings
+from django.db import connection
+from django.db.models import F, Q, QuerySet
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from lessons.models import Team
-from lessons.search import SearchFilters, SearchRequest, SearchResponse, list_items, search
+from lessons.models import Memory, Team
+from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
 
 
-def memories_friends(*, team: Team, limit: int = 50) -> SearchResponse:
-    """Every person memory, most important first."""
-    return list_items(
-        request=SearchRequest(team=team, kind="memories", limit=limit, filters=SearchFilters(categories=("person",))),
-        order="importance",
+@dataclass(frozen=True)
+class MemoryListing:
+    """`total` memories match; `results` are the first `limit` of them, in the listing's order."""
+
+    total: int
+    results: list[Memory]
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str  # the most common spelling among their memories
+    summary: str  # the content of their most important memory (most recent on ties)
+    importance: int  # max over their memories
+    memory_count: int
+    memory_ids: list[int]  # most important first, then most recent
+
+
+@dataclass(frozen=True)
+class PeopleListing:
+    total: int
+    results: list[Person]
+
+
+def _current(*, team: Team) -> QuerySet[Memory]:
+    return (
+        Memory.objects.filter(team=team, current_version__isnull=True)
+        .defer("embedding", "search_vector")
+        .annotate(moment=Coalesce("occurred_at", "created_at"))
     )
 
 
-def memories_interests(*, team: Team, limit: int = 50) -> SearchResponse:
-    """Every interest memory, most important first."""
-    return list_items(
-        request=SearchRequest(team=team, kind="memories", limit=limit, filters=SearchFilters(categories=("interest",))),
-        order="importance",
-    )
+def _listing(memories: QuerySet[Memory], *, limit: int) -> MemoryListing:
+    limit = max(1, min(limit, settings.MEMORY_LISTING_MAX))
+    return MemoryListing(total=memories.count(), results=list(memories[:limit]))
 
 
-def memories_recent_events(*, team: Team, days: int = 30, limit: int = 50) -> SearchResponse:
-    """Event memories of the last `days` days (by when they happened), newest first."""
+# --- listings ----------------------------------------------------------------------------------
+
+
+PEOPLE_SQL = f"""
+WITH named AS (
+    SELECT m.id, m.content, m.importance, coalesce(m.occurred_at, m.created_at) AS moment,
+           btrim(p.name) AS name
+    FROM {Memory._meta.db_table} AS m CROSS JOIN LATERAL unnest(m.people) AS p(name)
+    WHERE m.team_id = %s AND m.current_version_id IS NULL AND btrim(p.name) <> ''
+), people AS (
+    SELECT lower(name) AS key,
+           mode() WITHIN GROUP (ORDER BY name) AS name,
+           (array_agg(content ORDER BY importance DESC, moment DESC, id DESC))[1] AS summary,
+           max(importance) AS importance,
+           count(DISTINCT id) AS memory_count,
+           array_agg(id ORDER BY importance DESC, moment DESC, id DESC) AS memory_ids
+    FROM named
+    GROUP BY lower(name)
+)
+SELECT name, summary, importance, memory_count, memory_ids, count(*) OVER () AS total
+FROM people
+ORDER BY importance DESC, key ASC
+LIMIT %s
+"""
+
+
+def memories_friends(*, team: Team, limit: int = 50) -> PeopleListing:
+    """The people in the team's current memories: one entry per name in any memory's `people`
+    (trimmed, case-insensitive), whatever the memory's category: a person who only appears in an
+    event or a health memory is still someone we know. Grouped in PostgreSQL; ordered by
+    importance (the max over their memories), then name."""
+    limit = max(1, min(limit, settings.MEMORY_LISTING_MAX))
+    with connection.cursor() as cursor:
+        cursor.execute(PEOPLE_SQL, [team.pk, limit])
+        rows = cursor.fetchall()
+    people = [
+        # The same memory can name a person twice ("Sam", "sam"): its id is listed once.
+        Person(name=name, summary=summary, importance=importance, memory_count=count,
+               memory_ids=list(dict.fromkeys(ids)))
+        for name, summary, importance, count, ids, _ in rows
+    ]
+    return PeopleListing(total=rows[0][-1] if rows else 0, results=people)
+
+
+def memories_panic_attacks(*, team: Team, limit: int | None = None) -> MemoryListing:
+    """Every current memory whose emotions or categories hold one of settings.MEMORY_PANIC_TERMS,
+    in the order they happened (occurred_at, else created_at), at most MEMORY_LISTING_MAX."""
+    terms = [term.lower() for term in settings.MEMORY_PANIC_TERMS]
+    memories = _current(team=team).filter(Q(emotions__overlap=terms) | Q(categories__overlap=terms))
+    return _listing(memories.order_by("moment", "id"), limit=limit or settings.MEMORY_LISTING_MAX)
+
+
+def memories_interests(*, team: Team, limit: int = 50) -> MemoryListing:
+    """Current memories in category `interest`, most important first, then most recent."""
+    memories = _current(team=team).filter(categories__contains=["interest"])
+    return _listing(memories.order_by("-importance", F("moment").desc(), "-id"), limit=limit)
+
+
+def memories_recent_events(*, team: Team, days: int = 30, limit: int = 50) -> MemoryListing:
+    """Current memories in category `event` that happened in the last `days` days (occurred_at,
+    else created_at), newest first."""
     since = timezone.now() - timedelta(days=days)
-    return list_items(
-        request=SearchRequest(
-            team=team, kind="memories", limit=limit, filters=SearchFilters(categories=("event",), since=since)
-        ),
-        order="occurred",
-    )
+    memories = _current(team=team).filter(categories__contains=["event"], moment__gte=since)
+    return _listing(memories.order_by(F("moment").desc(), "-id"), limit=limit)
+
+
+# --- searches ----------------------------------------------------------------------------------
 
 
 def memories_by_emotion(*, team: Team, emotion: str, limit: int = 20) -> SearchResponse:
@@ -44,8 +135,9 @@ def memories_by_emotion(*, team: Team, emotion: str, limit: int = 20) -> SearchR
 
 def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchResponse:
     """Memories about a person: ranked by meaning ("memories about NAME") among those naming
-    them, in `people` or in the text, tolerant of spelling ("Jon" finds Jonas, "Jonah" too)."""
-    return search(
+    them, in `people` or in the text, tolerant of spelling ("Jon" finds Jonas, "Jonah" too).
+    A name no memory has gives no results (never the engine's recency fallback)."""
+    response = search(
         request=SearchRequest(
             team=team,
             query=f"memories about {name.strip()}",
@@ -55,6 +147,9 @@ def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchRespo
             similarity_floor=0.0,
         )
     )
+    if response.fallback is not None:
+        return replace(response, results=[], fallback=None)
+    return response
 
 
 def memories_search_versions(*, team: Team, query: str, limit: int = 10) -> SearchResponse:

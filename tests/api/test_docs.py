@@ -24,6 +24,7 @@ def test_openapi_document_lists_every_endpoint(anonymous):
         "/api/v1/memories/{memory_id}": {"get", "patch", "delete"},
         "/api/v1/memories/{memory_id}/versions": {"get"},
         "/api/v1/memories/friends": {"get"},
+        "/api/v1/memories/panic-attacks": {"get"},
         "/api/v1/memories/interests": {"get"},
         "/api/v1/memories/events": {"get"},
         "/api/v1/memories/by-person": {"get"},

@@ -1,5 +1,6 @@
-"""The agents' shortcuts (seed 000's lesson retrieval, seed 004's memory tools): each answers with
-the search engine's response shape, for the caller's team only."""
+"""The agents' shortcuts (seed 000's lesson retrieval, seed 004's memory tools), for the caller's
+team only: searches answer with the search engine's response shape, listings (friends, panic
+attacks, interests, events) with `total` and `results`, without scores or relevance labels."""
 
 from datetime import timedelta
 
@@ -84,24 +85,47 @@ def _memories(team, other_team):
     return rows
 
 
-def test_friends(api, memories):
-    ids = _ids(api.get("/memories/friends"))
-    assert memories["sam_ours"].pk in ids and memories["sam_theirs"].pk not in ids
+def _listing(response):
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert set(body) == {"total", "results"}
+    for entry in body["results"]:
+        assert "relevance" not in entry and "score" not in entry
+    return body
+
+
+def test_friends_are_people(api, memories):
+    body = _listing(api.get("/memories/friends"))
+    assert body["total"] == 1
+    assert body["results"] == [
+        {"name": "Sam", "summary": "Sam is my climbing partner", "importance": 5, "memory_count": 1,
+         "memory_ids": [memories["sam_ours"].pk]}
+    ]
+
+
+def test_panic_attacks_list_only_tagged_memories(api, memories):
+    body = _listing(api.get("/memories/panic-attacks"))
+    assert [m["id"] for m in body["results"]] == [memories["panic_ours"].pk] and body["total"] == 1
 
 
 def test_interests(api, memories):
-    ids = _ids(api.get("/memories/interests"))
-    assert memories["guitar"].pk in ids and memories["sam_ours"].pk not in ids
+    body = _listing(api.get("/memories/interests"))
+    assert [m["id"] for m in body["results"]] == [memories["guitar"].pk]
 
 
 def test_events_within_days(api, memories):
-    ids = _ids(api.get("/memories/events", {"days": 30}))
+    ids = [m["id"] for m in _listing(api.get("/memories/events", {"days": 30}))["results"]]
     assert memories["trip"].pk in ids and memories["old_trip"].pk not in ids
 
 
 def test_by_person(api, memories):
     ids = _ids(api.get("/memories/by-person", {"name": "Sam"}))
     assert memories["sam_ours"].pk in ids and memories["sam_theirs"].pk not in ids
+
+
+def test_by_person_nobody_has_is_empty(api, memories):
+    response = api.get("/memories/by-person", {"name": "Bartholomew"})
+    assert _ids(response) == [] and response.json()["fallback"] is None
 
 
 def test_by_emotion(api, memories):
@@ -129,6 +153,7 @@ def test_search_versions_finds_an_earlier_text(api, team, django_capture_on_comm
         ("get", "/memories/by-emotion", {"emotion": ""}, "emotion"),
         ("get", "/memories/events", {"days": 0}, "days"),
         ("get", "/memories/friends", {"limit": 1000}, "limit"),
+        ("get", "/memories/panic-attacks", {"limit": 501}, "limit"),
         ("post", "/memories/search-versions", {}, "query"),
         ("post", "/lessons/session", {"recent_activity": "x" * 60_000}, "recent_activity"),
     ],

@@ -173,3 +173,23 @@ def test_report_usage_closes_the_loop_for_the_servers_team_only(team, other_team
     assert foreign.is_error and "does not exist" in _payload(foreign)["detail"]
     assert Lesson.objects.get(pk=ours.pk).used_count == 1
     assert Lesson.objects.get(pk=theirs.pk).used_count == 0
+
+
+def test_listing_tools_answer_people_and_every_panic_attack_without_labels(team):
+    from lessons.services.memories import memory_create
+
+    sam = memory_create(team=team, content="Sam is my climbing partner", categories=["person"], people=["Sam"])
+    panic = memory_create(team=team, content="Panic attack on the tram", emotions=["panic"])
+    memory_create(team=team, content="Calm evening with Sam", emotions=["calm"], people=["Sam"], importance=3)
+
+    async def session(client):
+        return await client.call_tool("get_all_friends", {}), await client.call_tool("get_panic_attacks", {})
+
+    friends, panics = _run(session)(team)
+    assert not friends.is_error and not panics.is_error
+    people = _payload(friends)
+    assert people["total"] == 1 and people["results"][0]["name"] == "Sam"
+    assert people["results"][0]["memory_count"] == 2 and people["results"][0]["memory_ids"][0] == sam.pk
+    listed = _payload(panics)
+    assert listed["total"] == 1 and [m["id"] for m in listed["results"]] == [panic.pk]
+    assert "relevance" not in listed["results"][0] and "score" not in listed["results"][0]

@@ -1,6 +1,9 @@
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
+from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from lessons.models import Memory
@@ -9,29 +12,78 @@ from lessons.selectors.memories import (
     memories_by_person,
     memories_friends,
     memories_interests,
+    memories_panic_attacks,
     memories_recent_events,
     memories_search_versions,
 )
 from lessons.services.embeddings import embedding_refresh
-from lessons.services.memories import memory_create
+from lessons.services.memories import memory_create, memory_update
 
 pytestmark = pytest.mark.django_db
 
 
-def test_friends_are_person_memories_by_importance(demo_team):
-    response = memories_friends(team=demo_team)
-    expected = Memory.objects.filter(team=demo_team, current_version__isnull=True, categories__contains=["person"])
-    assert {hit.id for hit in response.results} == set(expected.values_list("id", flat=True))
-    importance = [hit.fields["importance"] for hit in response.results]
-    assert importance == sorted(importance, reverse=True)
+def _current(team):
+    return Memory.objects.filter(team=team, current_version__isnull=True)
+
+
+def test_friends_are_people_grouped_by_name(demo_team):
+    response = memories_friends(team=demo_team, limit=100)
+    named = {name.strip().lower() for names in _current(demo_team).values_list("people", flat=True) for name in names}
+    assert response.total == len(named) == len(response.results)
+    assert {person.name.lower() for person in response.results} == named
+    keys = [(-person.importance, person.name.lower()) for person in response.results]
+    assert keys == sorted(keys)
+    mateo = next(person for person in response.results if person.name == "Mateo")
+    theirs = _current(demo_team).filter(people__contains=["Mateo"])
+    assert mateo.memory_count == theirs.count() and set(mateo.memory_ids) == set(theirs.values_list("id", flat=True))
+    assert mateo.importance == max(theirs.values_list("importance", flat=True))
+    top = theirs.annotate(moment=Coalesce("occurred_at", "created_at")).order_by("-importance", "-moment", "-id")[0]
+    assert mateo.summary == top.content and mateo.memory_ids[0] == top.id
+
+
+def test_friends_merge_spellings_and_count_every_category(team):
+    memory_create(team=team, content="Climbing with Sam", categories=["event"], people=["Sam"], importance=4)
+    memory_create(team=team, content="sam moved to Leipzig", categories=["person"], people=[" sam "], importance=7)
+    memory_create(team=team, content="Sam's birthday", categories=["person"], people=["Sam", "Ana"], importance=7)
+    old = memory_create(team=team, content="Ana at the lake", categories=["event"], people=["Ana"], importance=2)
+    memory_update(memory=old, content="Ana and I at the lake")  # the earlier text is a version: not counted
+    response = memories_friends(team=team)
+    assert [(p.name, p.importance, p.memory_count) for p in response.results] == [("Ana", 7, 2), ("Sam", 7, 3)]
+    sam = response.results[1]
+    assert sam.summary == "Sam's birthday"  # most important, most recent on ties
+    assert memories_friends(team=team, limit=1).total == 2
+
+
+def test_panic_attacks_are_every_tagged_memory_in_order(demo_team):
+    response = memories_panic_attacks(team=demo_team)
+    terms = list(settings.MEMORY_PANIC_TERMS)
+    tagged = _current(demo_team).filter(Q(emotions__overlap=terms) | Q(categories__overlap=terms))
+    assert response.total == tagged.count() == len(response.results) > 0
+    assert {m.id for m in response.results} == set(tagged.values_list("id", flat=True))
+    moments = [m.occurred_at or m.created_at for m in response.results]
+    assert moments == sorted(moments)
+
+
+def test_panic_attacks_take_the_category_too_and_nothing_else(team):
+    tagged = memory_create(team=team, content="Shaking in the lift", emotions=["Panic"], occurred_at=timezone.now())
+    filed = memory_create(
+        team=team, content="Attack at the station", categories=["panic-attack"],
+        occurred_at=timezone.now() - timedelta(days=2),
+    )
+    memory_create(team=team, content="Panicked about the deadline", emotions=["anxious"])
+    undated = memory_create(team=team, content="Panic at the dentist", emotions=["panic"])
+    response = memories_panic_attacks(team=team)
+    assert [m.id for m in response.results] == [filed.id, tagged.id, undated.id]
+    assert response.total == 3
+    assert memories_panic_attacks(team=team, limit=1).total == 3
 
 
 def test_interests(demo_team):
-    response = memories_interests(team=demo_team)
-    assert response.results and all("interest" in hit.fields["categories"] for hit in response.results)
-    assert len(response.results) == Memory.objects.filter(
-        team=demo_team, current_version__isnull=True, categories__contains=["interest"]
-    ).count()
+    response = memories_interests(team=demo_team, limit=100)
+    assert response.results and all("interest" in m.categories for m in response.results)
+    assert response.total == len(response.results) == _current(demo_team).filter(categories__contains=["interest"]).count()
+    keys = [(-m.importance, -(m.occurred_at or m.created_at).timestamp()) for m in response.results]
+    assert keys == sorted(keys)
 
 
 def test_recent_events_are_events_of_the_last_days(demo_team):
@@ -39,11 +91,20 @@ def test_recent_events_are_events_of_the_last_days(demo_team):
     response = memories_recent_events(team=demo_team, days=days)
     since = timezone.now() - timedelta(days=days)
     assert response.results
-    for hit in response.results:
-        assert "event" in hit.fields["categories"]
-        assert (hit.fields["occurred_at"] or hit.fields["created_at"]) >= since
-    moments = [hit.fields["occurred_at"] for hit in response.results]
+    for memory in response.results:
+        assert "event" in memory.categories
+        assert (memory.occurred_at or memory.created_at) >= since
+    moments = [m.occurred_at or m.created_at for m in response.results]
     assert moments == sorted(moments, reverse=True)
+
+
+def test_recent_events_leave_out_older_ones(team):
+    recent = memory_create(team=team, content="Trip to Lisbon", categories=["event"],
+                           occurred_at=timezone.now() - timedelta(days=5))
+    memory_create(team=team, content="School trip", categories=["event"], occurred_at=timezone.now() - timedelta(days=400))
+    memory_create(team=team, content="Lisbon is lovely", categories=["place"], occurred_at=timezone.now())
+    response = memories_recent_events(team=team, days=30)
+    assert [m.id for m in response.results] == [recent.id] and response.total == 1
 
 
 def test_panic_finds_panic_attacks_that_never_say_the_word(demo_team):
@@ -79,6 +140,11 @@ def test_memories_about_a_person_tolerate_spelling(demo_team, spelling):
     )
     about_jonas = Memory.objects.filter(team=demo_team, current_version__isnull=True, people__contains=["Jonas"]).count()
     assert sum(1 for hit in response.results if "Jonas" in hit.fields["people"]) == min(about_jonas, 20)
+
+
+def test_a_person_nobody_has_gives_no_results(demo_team):
+    response = memories_by_person(team=demo_team, name="Bartholomew")
+    assert response.results == [] and response.fallback is None
 
 
 def test_search_across_versions_finds_earlier_texts(demo_team):
