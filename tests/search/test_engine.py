@@ -36,7 +36,9 @@ def test_database_security_finds_rls_multi_tenant_and_supabase_auth(demo_team):
 
 
 def test_frontend_state_management_finds_tabs_form_persistence_and_controlled_inputs(demo_team):
-    found = set(ids(run(demo_team, "frontend state management", limit=15)))
+    # Top 20: with fusion by absolute evidence the form-persistence lessons rank 16th and 19th (they
+    # were inside the top 15 under relative normalisation); the closing note of issue 10 says so.
+    found = set(ids(run(demo_team, "frontend state management", limit=20)))
     assert "lesson-0071" in found  # tabs that unmount their panels
     assert found & {"lesson-0073", "lesson-0074"}  # controlled inputs
     assert found & {"lesson-0072", "lesson-0079"}  # forms that keep what was typed
