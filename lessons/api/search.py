@@ -3,11 +3,11 @@
 from ninja import Router
 
 from lessons.api import operations
-from lessons.api.schemas import AUTHENTICATED, INVALID, SearchIn, SearchOut
+from lessons.api.schemas import AUTHENTICATED, INVALID, WITH_BODY, SearchIn, SearchOut
 
 router = Router(tags=["search"])
 
 
-@router.post("/search", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@router.post("/search", response={200: SearchOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
 def search(request, payload: SearchIn):
     return operations.search(team=request.auth.team, payload=payload)
