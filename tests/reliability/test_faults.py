@@ -30,6 +30,7 @@ from tests.reliability.throwaway import (
 
 LESSONS = 520  # more than one encode window (512 rows), so the kill lands between committed batches
 GATED = "tests.embedding_backends.GatedBackend"
+EMBEDDED_COUNT = "SELECT count(*) FROM lessons_lesson WHERE embedding IS NOT NULL"
 TOPICS = ["retrying uploads", "database migrations", "flaky browser tests", "cache invalidation", "rate limits"]
 
 
@@ -81,7 +82,7 @@ def test_backfill_survives_the_database_being_killed(pg, tmp_path):
         wait_for(lambda: (gate / "encode-2.started").exists() or run.poll() is not None, timeout=300,
                  what="the backfill's second encode")
         assert run.poll() is None, log.read_text()
-        written_before_kill = pg.query("faults_backfill", "SELECT count(*) FROM lessons_lesson WHERE embedding IS NOT NULL")
+        written_before_kill = pg.query("faults_backfill", EMBEDDED_COUNT)
         pg.kill()
         (gate / "release").touch()
         exit_code = run.wait(timeout=120)
@@ -104,13 +105,18 @@ def test_backfill_survives_the_database_being_killed(pg, tmp_path):
              FROM lessons_lesson""",
     )
     assert rows == [(LESSONS, 512, 512, 512, 512)]
-    first_run = dict(pg.query("faults_backfill", "SELECT id, embedded_at FROM lessons_lesson WHERE embedding IS NOT NULL"))
+    first_run = dict(
+        pg.query("faults_backfill", "SELECT id, embedded_at FROM lessons_lesson WHERE embedding IS NOT NULL")
+    )
 
     # The re-run embeds only the rest, once; the first run's rows keep their vectors and times.
     result = manage("backfill_embeddings", "--kind", "lessons", env=env)
     assert f"embedded: {LESSONS - 512}, already fresh: 512, failed: 0" in result.stdout
     assert "dry run: 0 to embed, 520 already fresh" in manage("backfill_embeddings", "--dry-run", env=env).stdout
-    after = pg.query("faults_backfill", "SELECT id, embedded_at, title, description, recommendation, embedding::text FROM lessons_lesson ORDER BY id")
+    after = pg.query(
+        "faults_backfill",
+        "SELECT id, embedded_at, title, description, recommendation, embedding::text FROM lessons_lesson ORDER BY id",
+    )
     assert len(after) == LESSONS
     assert all(row[1] == first_run[row[0]] for row in after if row[0] in first_run)
 
@@ -143,7 +149,8 @@ def _request(method: str, url: str, *, key: str | None = None, body: dict | None
 def server(pg, tmp_path_factory):
     """`runserver` (threaded) on 127.0.0.1 against the throwaway server, with the real model."""
     env = project_env(pg.create_database("faults_api", template=MIGRATED_TEMPLATE))
-    manage("shell", "-c", "from lessons.services.teams import team_get_or_create; team_get_or_create(slug='faults')", env=env)
+    code = "from lessons.services.teams import team_get_or_create; team_get_or_create(slug='faults')"
+    manage("shell", "-c", code, env=env)
     key = manage("create_api_key", "--team", "faults", "--name", "fault tests", env=env).stdout.strip().splitlines()[-1]
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "runserver.log"
@@ -225,7 +232,11 @@ def test_two_clients_editing_one_lesson_end_consistent(pg, server):
 
     def client_a():  # rewrites the text and the confidence
         for n in range(edits):
-            body = {"title": f"Title by A {n}", "description": f"Description by A {n}", "confidence": round(0.01 * (n + 1), 2)}
+            body = {
+                "title": f"Title by A {n}",
+                "description": f"Description by A {n}",
+                "confidence": round(0.01 * (n + 1), 2),
+            }
             answers["a"].append(_request("PATCH", url, key=key, body=body)[0])
 
     def client_b():  # rewrites the text and the tags
@@ -291,7 +302,12 @@ def test_worker_killed_mid_task_leaves_the_row_pending_for_the_backfill(pg, tmp_
 
     gate = tmp_path / "gate"
     gate.mkdir()
-    worker_env = {**env, "EMBEDDING_BACKEND": "tests.embedding_backends.GatedHashingBackend", "EMBEDDING_GATE_DIR": str(gate), "EMBEDDING_GATE_OPEN_CALLS": "0"}
+    worker_env = {
+        **env,
+        "EMBEDDING_BACKEND": "tests.embedding_backends.GatedHashingBackend",
+        "EMBEDDING_GATE_DIR": str(gate),
+        "EMBEDDING_GATE_OPEN_CALLS": "0",
+    }
     log = tmp_path / "worker.log"
     worker = manage_background("db_worker", "--no-startup-delay", "--interval", "0.2", env=worker_env, log=log)
     try:

@@ -140,7 +140,8 @@ def manage(*args: str, env: dict, timeout: float = 300, check: bool = True) -> s
     )
     print(f"manage.py {args[0]}: {time.monotonic() - started:.1f} s")
     if check and result.returncode != 0:
-        raise AssertionError(f"manage.py {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+        command = " ".join(args)
+        raise AssertionError(f"manage.py {command} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
     return result
 
 

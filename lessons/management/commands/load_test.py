@@ -169,7 +169,9 @@ def _percentiles(values: list[float]) -> dict:
 
 
 class Command(BaseCommand):
-    help = "Concurrent searches and writes against a server on this machine; then every acknowledged write is read back."
+    help = (
+        "Concurrent searches and writes against a server on this machine; then every acknowledged write is read back."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--url", help="A running server on a loopback address (default: start one).")
@@ -233,8 +235,13 @@ class Command(BaseCommand):
         with embeddings_deferred():
             for n in range(existing, count):
                 title, tag, insight = TOPICS[n % len(TOPICS)]
-                lesson_create(team=team, title=f"{title.capitalize()}: case {n}", description=insight.capitalize() + ".",
-                              tags=[tag], confidence=0.5 + (n % 5) / 10)
+                lesson_create(
+                    team=team,
+                    title=f"{title.capitalize()}: case {n}",
+                    description=insight.capitalize() + ".",
+                    tags=[tag],
+                    confidence=0.5 + (n % 5) / 10,
+                )
         embedding_backfill(kind="lessons", team=team)
 
     def _start_server(self, options):
@@ -330,7 +337,12 @@ class Command(BaseCommand):
                     differing += 1
         reader._reset()
         skipped = sum(len(log.uncertain) for log in logs)
-        return {"lessons": checked, "missing": missing, "differing": differing + unreadable, "uncertain_skipped": skipped}
+        return {
+            "lessons": checked,
+            "missing": missing,
+            "differing": differing + unreadable,
+            "uncertain_skipped": skipped,
+        }
 
     def _report(self, figures: dict, *, url: str, clients: int) -> str:
         lines = [
@@ -342,15 +354,19 @@ class Command(BaseCommand):
             cells = [stats[name] for name in ("p50", "p95", "p99", "max")]
             lines.append(f"{kind:<12}{stats['count']:>8}" + "".join(f"{'-' if c is None else c:>9}" for c in cells))
         errors = figures["errors"]
-        lines.append(f"errors: {errors['total']}" + (f" by status {errors['by_status']} (0 = no answer)" if errors["total"] else ""))
+        by_status = f" by status {errors['by_status']} (0 = no answer)" if errors["total"] else ""
+        lines.append(f"errors: {errors['total']}{by_status}")
         lines.extend(f"  {example}" for example in errors["examples"])
         writes, read_back = figures["writes"], figures["read_back"]
         lines.append(
-            f"writes acknowledged: {writes['acknowledged']} ({writes['created']} lessons created, {writes['edited']} edits)"
+            f"writes acknowledged: {writes['acknowledged']} "
+            f"({writes['created']} lessons created, {writes['edited']} edits)"
         )
+        skipped = read_back["uncertain_skipped"]
         lines.append(
-            f"read back: {read_back['lessons']} lessons, {read_back['missing']} missing, {read_back['differing']} differing"
-            + (f" ({read_back['uncertain_skipped']} with an unanswered edit not checked)" if read_back["uncertain_skipped"] else "")
+            f"read back: {read_back['lessons']} lessons, {read_back['missing']} missing, "
+            f"{read_back['differing']} differing"
+            + (f" ({skipped} with an unanswered edit not checked)" if skipped else "")
         )
         return "\n".join(lines)
 
