@@ -15,7 +15,8 @@ import urllib.request
 import numpy as np
 import pytest
 
-from lessons.embedding import embedding_text, get_embedding_backend
+from lessons.embedding import embedding_text
+from lessons.embedding.backends import HashingBackend
 from lessons.models import Lesson
 from tests.reliability.throwaway import (
     MIGRATED_TEMPLATE,
@@ -29,7 +30,10 @@ from tests.reliability.throwaway import (
 )
 
 LESSONS = 520  # more than one encode window (512 rows), so the kill lands between committed batches
-GATED = "tests.embedding_backends.GatedBackend"
+# Meaning plays no part in these faults: the hashing embedder (deterministic, no torch) spares each
+# subprocess seconds of loading the model, and its vectors still tie each row to its own text.
+HASHING = "lessons.embedding.backends.HashingBackend"
+GATED = "tests.embedding_backends.GatedHashingBackend"
 EMBEDDED_COUNT = "SELECT count(*) FROM lessons_lesson WHERE embedding IS NOT NULL"
 TOPICS = ["retrying uploads", "database migrations", "flaky browser tests", "cache invalidation", "rate limits"]
 
@@ -67,7 +71,7 @@ def _vector(text: str) -> np.ndarray:
 
 
 def test_backfill_survives_the_database_being_killed(pg, tmp_path):
-    env = project_env(pg.create_database("faults_backfill", template=MIGRATED_TEMPLATE))
+    env = project_env(pg.create_database("faults_backfill", template=MIGRATED_TEMPLATE), EMBEDDING_BACKEND=HASHING)
     _seed_lessons(env, LESSONS)
     gate = tmp_path / "gate"
     gate.mkdir()
@@ -120,11 +124,10 @@ def test_backfill_survives_the_database_being_killed(pg, tmp_path):
     assert len(after) == LESSONS
     assert all(row[1] == first_run[row[0]] for row in after if row[0] in first_run)
 
-    # Every vector is the model's own for its row's text (a sample from both runs).
-    sample = after[:3] + after[510:515] + after[-3:]
-    texts = [embedding_text(Lesson(title=row[2], description=row[3], recommendation=row[4])) for row in sample]
-    expected = get_embedding_backend().embed_documents(texts)
-    for row, vector in zip(sample, expected):
+    # Every vector is the embedder's own for its row's text, in both runs.
+    texts = [embedding_text(Lesson(title=row[2], description=row[3], recommendation=row[4])) for row in after]
+    expected = HashingBackend().embed_documents(texts)
+    for row, vector in zip(after, expected):
         assert float(_vector(row[5]) @ vector) > 0.9999, row[0]
 
 
@@ -147,8 +150,8 @@ def _request(method: str, url: str, *, key: str | None = None, body: dict | None
 
 @pytest.fixture(scope="module")
 def server(pg, tmp_path_factory):
-    """`runserver` (threaded) on 127.0.0.1 against the throwaway server, with the real model."""
-    env = project_env(pg.create_database("faults_api", template=MIGRATED_TEMPLATE))
+    """`runserver` (threaded) on 127.0.0.1 against the throwaway server (hashing embedder)."""
+    env = project_env(pg.create_database("faults_api", template=MIGRATED_TEMPLATE), EMBEDDING_BACKEND=HASHING)
     code = "from lessons.services.teams import team_get_or_create; team_get_or_create(slug='faults')"
     manage("shell", "-c", code, env=env)
     key = manage("create_api_key", "--team", "faults", "--name", "fault tests", env=env).stdout.strip().splitlines()[-1]
@@ -288,11 +291,10 @@ def test_two_clients_editing_one_memory_keep_every_version(pg, server):
 
 
 def test_worker_killed_mid_task_leaves_the_row_pending_for_the_backfill(pg, tmp_path):
-    # Meaning plays no part here: the hashing embedder spares two loads of the model.
     env = project_env(
         pg.create_database("faults_worker", template=MIGRATED_TEMPLATE),
         TASKS_BACKEND="django_tasks_db.backend.DatabaseBackend",
-        EMBEDDING_BACKEND="lessons.embedding.backends.HashingBackend",
+        EMBEDDING_BACKEND=HASHING,
     )
     # A save through the services queues its embedding in the database.
     code = "from lessons.services.lessons import lesson_create; from lessons.services.teams import team_get_or_create; "
@@ -304,7 +306,7 @@ def test_worker_killed_mid_task_leaves_the_row_pending_for_the_backfill(pg, tmp_
     gate.mkdir()
     worker_env = {
         **env,
-        "EMBEDDING_BACKEND": "tests.embedding_backends.GatedHashingBackend",
+        "EMBEDDING_BACKEND": GATED,
         "EMBEDDING_GATE_DIR": str(gate),
         "EMBEDDING_GATE_OPEN_CALLS": "0",
     }
