@@ -1,7 +1,11 @@
 """Embedding backends for tests of failure handling only (everything else uses the real model).
 Chosen through settings.EMBEDDING_BACKEND, the same seam operators use."""
 
-from lessons.embedding.backends import EmbeddingUnavailable, HashingBackend
+import os
+import time
+from pathlib import Path
+
+from lessons.embedding.backends import EmbeddingUnavailable, HashingBackend, SentenceTransformerBackend
 
 
 class CrashesOnPoisonBackend(HashingBackend):
@@ -14,3 +18,31 @@ class CrashesOnPoisonBackend(HashingBackend):
         if any("POISON" in text for text in texts):
             raise EmbeddingUnavailable("embedding failed: the encoder crashed")
         return super()._encode(texts)
+
+
+class _Gated:
+    """Makes an encoder stop at a known point so a fault test can strike there.
+
+    The first EMBEDDING_GATE_OPEN_CALLS encode calls (default 1) run at once; before each later
+    one it writes `encode-N.started` into EMBEDDING_GATE_DIR and waits (at most two minutes) for
+    a file named `release` there. The model name is the wrapped backend's, so what it embeds is
+    fresh for that backend.
+    """
+
+    def _encode(self, texts):
+        gate = Path(os.environ["EMBEDDING_GATE_DIR"])
+        self._gated_calls = getattr(self, "_gated_calls", 0) + 1
+        if self._gated_calls > int(os.environ.get("EMBEDDING_GATE_OPEN_CALLS", "1")):
+            (gate / f"encode-{self._gated_calls}.started").write_text(str(len(texts)))
+            deadline = time.monotonic() + 120
+            while not (gate / "release").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return super()._encode(texts)
+
+
+class GatedBackend(_Gated, SentenceTransformerBackend):
+    """The real model, gated."""
+
+
+class GatedHashingBackend(_Gated, HashingBackend):
+    """The hashing embedder, gated: for fault tests where the vectors' meaning plays no part."""

@@ -9,6 +9,7 @@ from lessons.api.schemas import (
     AUTHENTICATED,
     INVALID,
     NOT_FOUND,
+    WITH_BODY,
     LessonFilters,
     LessonIn,
     LessonOut,
@@ -34,12 +35,12 @@ def list_lessons(request, filters: Query[LessonFilters]):
     return lesson_list(team=request.auth.team, filters=filters)
 
 
-@router.post("/lessons", response={201: LessonOut, **INVALID, **AUTHENTICATED})
+@router.post("/lessons", response={201: LessonOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
 def create_lesson(request, payload: LessonIn):
     return 201, operations.store_lesson(team=request.auth.team, payload=payload)
 
 
-@router.post("/lessons/propose", response={201: LessonOut, **INVALID, **AUTHENTICATED})
+@router.post("/lessons/propose", response={201: LessonOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
 def propose_lesson(request, payload: LessonProposeIn):
     return 201, operations.propose_lesson(team=request.auth.team, payload=payload)
 
@@ -54,7 +55,7 @@ def lesson_patterns(request, params: Query[PatternsQuery]):
     return operations.lesson_patterns(team=request.auth.team, payload=params)
 
 
-@router.post("/lessons/session", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@router.post("/lessons/session", response={200: SearchOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
 def session_lessons(request, payload: SessionIn):
     return operations.session_lessons(team=request.auth.team, payload=payload)
 
@@ -64,7 +65,7 @@ def get_lesson(request, lesson_id: int = LessonId):
     return lesson_get(team=request.auth.team, lesson_id=lesson_id)
 
 
-@router.patch("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@router.patch("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **WITH_BODY, **INVALID, **AUTHENTICATED})
 def update_lesson(request, payload: LessonPatch, lesson_id: int = LessonId):
     lesson = lesson_get(team=request.auth.team, lesson_id=lesson_id)
     return lesson_services.lesson_update(lesson=lesson, **payload.model_dump(exclude_unset=True))

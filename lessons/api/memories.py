@@ -11,6 +11,7 @@ from lessons.api.schemas import (
     AUTHENTICATED,
     INVALID,
     NOT_FOUND,
+    WITH_BODY,
     ByEmotionQuery,
     ByPersonQuery,
     EventsQuery,
@@ -41,7 +42,7 @@ def list_memories(request, filters: Query[MemoryFilters]):
     return memory_list(team=request.auth.team, filters=filters)
 
 
-@router.post("/memories", response={201: MemoryOut, **INVALID, **AUTHENTICATED})
+@router.post("/memories", response={201: MemoryOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
 def create_memory(request, payload: MemoryIn):
     return 201, operations.store_memory(team=request.auth.team, payload=payload)
 
@@ -78,7 +79,7 @@ def by_emotion(request, params: Query[ByEmotionQuery]):
     return operations.by_emotion(team=request.auth.team, payload=params)
 
 
-@router.post("/memories/search-versions", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@router.post("/memories/search-versions", response={200: SearchOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
 def search_versions(request, payload: SearchVersionsIn):
     return operations.search_versions(team=request.auth.team, payload=payload)
 
@@ -88,7 +89,7 @@ def get_memory(request, memory_id: int = MemoryId):
     return memory_get(team=request.auth.team, memory_id=memory_id)
 
 
-@router.patch("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@router.patch("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **WITH_BODY, **INVALID, **AUTHENTICATED})
 def update_memory(request, payload: MemoryPatch, memory_id: int = MemoryId):
     memory = memory_get(team=request.auth.team, memory_id=memory_id)
     return memory_services.memory_update(memory=memory, **payload.model_dump(exclude_unset=True))

@@ -56,6 +56,23 @@ def test_every_operation_behind_a_key_declares_its_error_answers(anonymous):
     assert checked >= 24  # search, 11 lesson and 12 memory operations
 
 
+def test_every_operation_reading_a_body_declares_400_and_413(anonymous, api):
+    document = anonymous.get("/openapi.json").json()
+    with_body = [
+        (method, path, operation)
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if "requestBody" in operation
+    ]
+    assert len(with_body) == 8  # search, lessons (create, propose, session, patch), memories (3)
+    for method, path, operation in with_body:
+        for status in ("400", "413"):
+            assert status in operation["responses"], f"{method.upper()} {path} does not declare {status}"
+    response = api.post("/search", "{not json")
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == "body"
+
+
 def test_the_declared_401_is_what_an_unknown_key_gets(anonymous):
     response = JsonClient("msk_00000000_not-a-real-key").get("/lessons")
     assert response.status_code == 401

@@ -1,6 +1,7 @@
 """`python manage.py backfill_embeddings`: embed the rows that are missing or stale, in batches."""
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import InterfaceError, OperationalError
 from tqdm import tqdm
 
 from lessons.embedding import EmbeddingUnavailable
@@ -34,9 +35,12 @@ class Command(BaseCommand):
 
         bar = None
         show_bar = options["verbosity"] > 0
+        written = {"rows": 0, "total": None}  # rows of committed batches, for an interrupted run
 
         def progress(advance: int, total: int) -> None:
             nonlocal bar
+            written["rows"] += advance
+            written["total"] = total
             if bar is None and show_bar:
                 bar = tqdm(total=total, unit="item", desc="embedding", file=self.stderr._out, dynamic_ncols=True)
             if bar is not None:
@@ -53,6 +57,19 @@ class Command(BaseCommand):
             )
         except EmbeddingUnavailable as error:
             raise CommandError(f"the embedding model is unavailable, nothing was embedded: {error}") from error
+        except (OperationalError, InterfaceError) as error:
+            # The server went away (crash, restart, network): each batch is committed on its own,
+            # so what was written is kept and a re-run embeds only the rest.
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            done = (
+                f"after {written['rows']} of {written['total']} row(s) were written"
+                if written["total"] is not None
+                else "before any row was written"
+            )
+            raise CommandError(
+                f"the database connection was lost {done} ({reason}); every finished batch is committed "
+                "and kept: run backfill_embeddings again to embed the rest."
+            ) from error
         finally:
             if bar is not None:
                 bar.close()
