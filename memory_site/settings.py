@@ -118,6 +118,8 @@ EMBEDDING_BACKEND = {
     # Search queries run through ONNX Runtime ("onnx": 9 ms instead of torch's 22 ms a query here,
     # same vectors); "torch" turns that off. The exported graph is cached in ONNX_DIR.
     "QUERY_RUNTIME": env("EMBEDDING_QUERY_RUNTIME", default="onnx"),
+    # Documents (saves, backfill): "torch" or "onnx" (the same graph; see README, Embeddings).
+    "DOCUMENT_RUNTIME": env("EMBEDDING_DOCUMENT_RUNTIME", default="torch"),
     "ONNX_DIR": env("EMBEDDING_ONNX_DIR", default=str(BASE_DIR / ".data" / "onnx")),
 }
 # A server (memory_site/wsgi.py) loads the model on a background thread as it starts.
