@@ -14,3 +14,14 @@ class CrashesOnPoisonBackend(HashingBackend):
         if any("POISON" in text for text in texts):
             raise EmbeddingUnavailable("embedding failed: the encoder crashed")
         return super()._encode(texts)
+
+
+class InterruptedOnMemoriesBackend(HashingBackend):
+    """Embeds lessons, then behaves as if the operator pressed Ctrl-C while memories encode."""
+
+    model_name = "test/interrupted-on-memories"
+
+    def _encode(self, texts):
+        if any("Sundays" in text for text in texts):
+            raise KeyboardInterrupt
+        return super()._encode(texts)
