@@ -156,7 +156,7 @@ EMBEDDING_BACKEND = {
     # same vectors); "torch" turns that off. The exported graph is cached in ONNX_DIR.
     "QUERY_RUNTIME": env("EMBEDDING_QUERY_RUNTIME", default="onnx"),
     # Documents (saves, backfill): "torch" or "onnx" (the same graph; see README, Embeddings).
-    "DOCUMENT_RUNTIME": env("EMBEDDING_DOCUMENT_RUNTIME", default="torch"),
+    "DOCUMENT_RUNTIME": env("EMBEDDING_DOCUMENT_RUNTIME", default="onnx"),
     "ONNX_DIR": env("EMBEDDING_ONNX_DIR", default=str(BASE_DIR / ".data" / "onnx")),
 }
 # A server (memory_site/wsgi.py) loads the model on a background thread as it starts.
