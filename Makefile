@@ -1,10 +1,13 @@
 # Two commands on a fresh machine: `make run` (serve at http://127.0.0.1:8000) and `make test`.
+# `make serve` runs the production server (gunicorn, DEBUG off); see README, Production.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
-export DJANGO_DEBUG ?= 1
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export HOST PORT
 
-.PHONY: run test install bootstrap clean-data
+.PHONY: run serve worker test install bootstrap clean-data
 
 # The browser tests (tests/browser/) drive Debian's chromium through Playwright: Playwright's own
 # browser download (`playwright install`) cannot be fetched here, Debian's package can.
@@ -21,14 +24,37 @@ $(VENV)/.installed: requirements.txt
 
 install: $(VENV)/.installed $(CHROMIUM)
 
-bootstrap: install
+# The model is exported to ONNX and verified against torch once, here: searches never load torch.
+.data/onnx/.exported: $(VENV)/.installed
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(PY) manage.py export_onnx
+	mkdir -p $(@D) && touch $@
+
+install: .data/onnx/.exported
+
+.env:
+	$(PY) -m memory_site.dev_env
+
+bootstrap: install .env
 	$(PY) manage.py bootstrap
 
 run: bootstrap
-	$(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+# Production: DEBUG off, settings from the environment (DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS,
+# DATABASE_URL, ...). The TLS proxy in front redirects plain HTTP unless DJANGO_SECURE_SSL_REDIRECT=1.
+serve: export DJANGO_DEBUG = 0
+serve: export DJANGO_SECURE_SSL_REDIRECT ?= 0
+serve: install
+	$(PY) manage.py migrate --no-input
+	$(VENV)/bin/gunicorn --config gunicorn.conf.py
+
+# Production's task worker (embeds rows after their save), next to `make serve`.
+worker: export DJANGO_DEBUG = 0
+worker: install
+	$(PY) manage.py db_worker
 
 test: install
-	$(PY) -m pytest
+	DJANGO_DEBUG=1 $(PY) -m pytest
 
 clean-data:
 	rm -rf .data

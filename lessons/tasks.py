@@ -32,8 +32,14 @@ def embed_pending(*, kind: str, team_id: int) -> dict:
     try:
         report = embedding_backfill(kind=kind, team=team)
     except EmbeddingUnavailable as error:  # logged; the rows stay pending for the next backfill
-        return {"embedded": 0, "failed": 0, "reason": str(error)}
-    return {"embedded": report.embedded, "failed": len(report.failed_ids), "reason": None}
+        pending = embedding_backfill(kind=kind, team=team, dry_run=True).pending
+        return {"embedded": 0, "failed": pending, "reason": str(error)}
+    # failed_ids maps each kind to its ids: count the rows, not the kinds.
+    return {
+        "embedded": report.embedded,
+        "failed": report.failed,
+        "reason": "; ".join(report.failure_reasons) or None,
+    }
 
 
 @task()

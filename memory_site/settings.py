@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "ninja",
+    "axes",
     "lessons",
 ]
 
@@ -49,7 +50,43 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out admin login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Admin login throttling (django-axes) ---------------------------------------------------
+# After AXES_FAILURE_LIMIT failed sign-ins for one username from one address, that pair is locked
+# out for AXES_COOLOFF_HOURS (429). API keys are 256 random bits: nothing to guess there.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_HOURS", default=1.0)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Behind a proxy, the client's address is the first of X-Forwarded-For (set AXES_IPWARE_PROXY_COUNT).
+AXES_IPWARE_PROXY_COUNT = env.int("AXES_IPWARE_PROXY_COUNT", default=0)
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
+
+# --- Security headers and cookies ---------------------------------------------------------
+# Always: no MIME sniffing, no framing, no referrer to other sites, an isolated browsing context.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+if not DEBUG:
+    # Production is served over HTTPS, usually by a proxy that terminates TLS and says so in
+    # X-Forwarded-Proto. `manage.py check --deploy` is clean with these defaults.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Plain HTTP is redirected to HTTPS (0: the proxy redirects, or a trial on a private address).
+    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+    SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=True)
+    SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)
+    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
 ROOT_URLCONF = "memory_site.urls"
 
@@ -118,6 +155,8 @@ EMBEDDING_BACKEND = {
     # Search queries run through ONNX Runtime ("onnx": 9 ms instead of torch's 22 ms a query here,
     # same vectors); "torch" turns that off. The exported graph is cached in ONNX_DIR.
     "QUERY_RUNTIME": env("EMBEDDING_QUERY_RUNTIME", default="onnx"),
+    # Documents (saves, backfill): "torch" or "onnx" (the same graph; see README, Embeddings).
+    "DOCUMENT_RUNTIME": env("EMBEDDING_DOCUMENT_RUNTIME", default="onnx"),
     "ONNX_DIR": env("EMBEDDING_ONNX_DIR", default=str(BASE_DIR / ".data" / "onnx")),
 }
 # A server (memory_site/wsgi.py) loads the model on a background thread as it starts.

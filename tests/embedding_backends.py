@@ -46,3 +46,14 @@ class GatedBackend(_Gated, SentenceTransformerBackend):
 
 class GatedHashingBackend(_Gated, HashingBackend):
     """The hashing embedder, gated: for fault tests where the vectors' meaning plays no part."""
+
+
+class InterruptedOnMemoriesBackend(HashingBackend):
+    """Embeds lessons, then behaves as if the operator pressed Ctrl-C while memories encode."""
+
+    model_name = "test/interrupted-on-memories"
+
+    def _encode(self, texts):
+        if any("Sundays" in text for text in texts):
+            raise KeyboardInterrupt
+        return super()._encode(texts)

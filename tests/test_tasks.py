@@ -33,3 +33,27 @@ def test_embed_item_for_a_row_deleted_meanwhile_does_nothing(team):
 def test_embed_item_refuses_an_unknown_kind():
     with pytest.raises(ValueError, match="kind must be one of lessons, memories"):
         embed_item.call(kind="notes", item_id=1)
+
+
+def test_embed_pending_counts_failed_rows_and_gives_the_reason(team, settings):
+    from lessons.tasks import embed_pending
+
+    settings.EMBEDDING_BACKEND = {**settings.EMBEDDING_BACKEND, "BACKEND": "tests.embedding_backends.CrashesOnPoisonBackend"}
+    with embeddings_deferred():
+        for title in ("POISON pill", "Index foreign keys", "Keep migrations reversible"):
+            lesson_create(team=team, title=title)
+    result = embed_pending.call(kind="lessons", team_id=team.pk)
+    # The three rows share one batch, which the encoder cannot embed: three rows, not one kind.
+    assert result == {"embedded": 0, "failed": 3, "reason": "embedding failed: the encoder crashed"}
+
+
+def test_embed_pending_with_the_model_off_reports_every_pending_row(team, settings):
+    from lessons.tasks import embed_pending
+
+    with embeddings_deferred():
+        lesson_create(team=team, title="Index foreign keys")
+        lesson_create(team=team, title="Keep migrations reversible")
+    settings.EMBEDDINGS_ENABLED = False
+    result = embed_pending.call(kind="lessons", team_id=team.pk)
+    assert result["embedded"] == 0 and result["failed"] == 2
+    assert "EMBEDDINGS_ENABLED=0" in result["reason"]

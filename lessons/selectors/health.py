@@ -1,9 +1,10 @@
-"""How the service is doing: database, embedding model, embedding coverage. Counts only: no team,
-key or row is named, so the answer is safe to show without authentication."""
+"""How the service is doing: database, embedding model, embedding coverage, and whether it is
+ready for traffic. Counts only: no team, key or row is named, so the answer is safe to show
+without authentication."""
 
 from django.db import DatabaseError, connection
 
-from lessons.embedding import get_embedding_backend
+from lessons.embedding import get_embedding_backend, warm_up_in_background
 from lessons.selectors.embeddings import embedding_coverage
 
 
@@ -19,19 +20,45 @@ def database_status() -> dict:
 
 
 def model_status() -> dict:
+    """Never waits for the model: while it loads, `loading` is true (and a load is started if no
+    warm-up did), so a load balancer's probe answers at once."""
     backend = get_embedding_backend()
-    return {"name": backend.model_name, "available": backend.available, "reason": backend.unavailable_reason}
+    if backend.enabled and not backend.load_settled:
+        warm_up_in_background()
+        return {"name": backend.model_name, "available": False, "loading": True, "reason": "the model is loading"}
+    return {
+        "name": backend.model_name,
+        "available": backend.available,
+        "loading": False,
+        "reason": backend.unavailable_reason,
+    }
+
+
+def readiness(*, database: dict, model: dict) -> tuple[bool, str | None]:
+    """Ready = the database answers and the model is loaded: a search then answers at full
+    quality without waiting. Not ready is not down: search still works by keywords."""
+    if not database["ok"]:
+        return False, f"database unavailable: {database['reason']}"
+    if model["loading"]:
+        return False, "the embedding model is still loading"
+    if not model["available"]:
+        return False, model["reason"]
+    return True, None
 
 
 def system_health() -> dict:
-    """`status` is ok, degraded (the model is unavailable: search falls back to words), or
-    unavailable (no database: nothing works)."""
+    """`status` is ok, degraded (the model is unavailable or still loading: search falls back to
+    words), or unavailable (no database: nothing works)."""
     database = database_status()
     model = model_status()
+    ready, reason = readiness(database=database, model=model)
     if not database["ok"]:
-        return {"status": "unavailable", "database": database, "model": model, "embeddings": {}}
+        return {"status": "unavailable", "ready": ready, "reason": reason, "database": database, "model": model,
+                "embeddings": {}}
     return {
         "status": "ok" if model["available"] else "degraded",
+        "ready": ready,
+        "reason": reason,
         "database": database,
         "model": model,
         "embeddings": embedding_coverage(),

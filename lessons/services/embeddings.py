@@ -209,6 +209,7 @@ class BackfillReport:
     failed_ids: dict[str, list[int]] = field(default_factory=dict)  # kind -> ids
     changed_ids: dict[str, list[int]] = field(default_factory=dict)  # edited while embedding: left stale
     failure_reasons: list[str] = field(default_factory=list)
+    interrupted: bool = False  # Ctrl-C: the finished batches are committed, the rest still pending
 
     @property
     def failed(self) -> int:
@@ -277,8 +278,13 @@ def embedding_backfill(
 
     if progress is not None:
         progress(0, report.pending)
-    for name, scope in scopes.items():
-        _backfill_kind(kind=name, scope=scope, batch_size=batch_size, report=report, progress=progress)
+    try:
+        for name, scope in scopes.items():
+            _backfill_kind(kind=name, scope=scope, batch_size=batch_size, report=report, progress=progress)
+    except KeyboardInterrupt:
+        # Each batch commits on its own (the one being written rolls back whole): the report of
+        # what finished is the answer, not a traceback. A re-run continues with the rest.
+        report.interrupted = True
     return report
 
 

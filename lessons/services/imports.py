@@ -19,7 +19,7 @@ from lessons.models import Lesson, Memory, Team
 from lessons.services import lessons as lesson_services
 from lessons.services import memories as memory_services
 from lessons.services.embeddings import embedding_schedule_backfill, embeddings_deferred
-from lessons.services.teams import team_get_or_create
+from lessons.services.teams import team_for_slug
 
 
 class LineError(ValueError):
@@ -242,11 +242,13 @@ def _import_each(*, lines: Iterable[str], team: Team, import_one: Callable[..., 
     return report
 
 
-def import_lessons(*, lines: Iterable[str], team_slug: str) -> ImportReport:
-    team = team_get_or_create(slug=team_slug)
+def import_lessons(*, lines: Iterable[str], team_slug: str, create_team: bool = False) -> ImportReport:
+    """An unknown team raises TeamError unless `create_team`: a typo must not start a new team."""
+    team = team_for_slug(slug=team_slug, create=create_team)
     return _import_lines(lines=lines, team=team, kind="lessons", import_one=_import_lesson)
 
 
-def import_memories(*, lines: Iterable[str], team_slug: str) -> ImportReport:
-    team = team_get_or_create(slug=team_slug)
+def import_memories(*, lines: Iterable[str], team_slug: str, create_team: bool = False) -> ImportReport:
+    """An unknown team raises TeamError unless `create_team`: a typo must not start a new team."""
+    team = team_for_slug(slug=team_slug, create=create_team)
     return _import_lines(lines=lines, team=team, kind="memories", import_one=_import_memory)

@@ -1,14 +1,65 @@
+"""Teams: every lesson, memory and API key belongs to one. Validated before anything is written,
+so a bad slug is a clear message naming the field, never a database error."""
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from lessons.models import Team
 
 
+class TeamError(ValueError):
+    """A team that cannot be used or created; the message says why and what to do."""
+
+
+def _validation_message(error: ValidationError) -> str:
+    return "; ".join(f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items())
+
+
+def team_create(*, slug: str, name: str | None = None) -> Team:
+    """A new team. The slug is used as given (lowercase letters, digits, hyphens, underscores, at
+    most 100 characters); a bad or taken slug raises TeamError before any write."""
+    slug = (slug or "").strip()
+    team = Team(slug=slug, name=(name or "").strip() or slug)
+    try:
+        team.full_clean()  # length, slug characters, uniqueness: all before the INSERT
+    except ValidationError as error:
+        raise TeamError(_validation_message(error)) from error
+    try:
+        with transaction.atomic():
+            team.save()
+    except IntegrityError as error:  # created by someone else between the check and the write
+        raise TeamError(f"slug: a team with slug {slug!r} already exists") from error
+    return team
+
+
+def team_for_slug(*, slug: str, create: bool = False, name: str | None = None) -> Team:
+    """The team with this slug. Unknown: created when `create`, otherwise TeamError saying how
+    (a mistyped --team must not quietly start a new, empty team)."""
+    team = Team.objects.filter(slug=(slug or "").strip()).first()
+    if team is not None:
+        return team
+    if not create:
+        raise TeamError(
+            f"--team: no team with slug {slug!r}; create it with --create-team "
+            f"or `python manage.py create_team {slug}`"
+        )
+    return team_create(slug=slug, name=name)
+
+
 def team_get_or_create(*, slug: str, name: str | None = None) -> Team:
-    """The team with this slug, created (named after the slug unless a name is given) if missing."""
+    """The team with this slug (slugified), created (named after the slug unless a name is given)
+    if missing. For tools that own their team (evaluation, benchmarks)."""
     clean_slug = slugify(slug)
     if not clean_slug:
-        raise ValueError(f"{slug!r} is not a usable team slug")
-    team, created = Team.objects.get_or_create(slug=clean_slug, defaults={"name": name or clean_slug})
-    if created:
-        team.full_clean()
-    return team
+        raise TeamError(f"{slug!r} is not a usable team slug")
+    existing = Team.objects.filter(slug=clean_slug).first()
+    if existing is not None:
+        return existing
+    try:
+        return team_create(slug=clean_slug, name=name)
+    except TeamError:
+        existing = Team.objects.filter(slug=clean_slug).first()
+        if existing is None:
+            raise
+        return existing

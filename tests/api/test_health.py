@@ -1,7 +1,7 @@
 import pytest
 from django.db import connection
 
-from lessons.embedding import get_embedding_backend
+from lessons.embedding import get_embedding_backend, warm_up
 from lessons.services.api_keys import api_key_create
 from lessons.services.lessons import lesson_create
 from tests.api.conftest import JsonClient
@@ -9,6 +9,7 @@ from tests.api.conftest import JsonClient
 
 @pytest.mark.django_db
 def test_health_reports_database_model_and_coverage(team):
+    warm_up()  # what a gunicorn worker does before it takes traffic
     lesson_create(team=team, title="Index foreign keys", description="Joins on unindexed keys are slow.")
     response = JsonClient().get("/health")
     assert response.status_code == 200, response.content
@@ -19,9 +20,10 @@ def test_health_reports_database_model_and_coverage(team):
     assert body["model"] == {
         "name": backend.model_name,
         "available": backend.available,
+        "loading": False,
         "reason": backend.unavailable_reason,
     }
-    assert body["status"] == ("ok" if backend.available else "degraded")
+    assert body["status"] == "ok" and body["ready"] is True and body["reason"] is None
     lessons = body["embeddings"]["lessons"]
     assert set(lessons) == {"fresh", "stale", "missing"}
     assert sum(lessons.values()) == 1
@@ -41,7 +43,30 @@ def test_database_down_is_503_with_a_reason(team):
         connection.close()
         connection.settings_dict["NAME"] = real_name
     assert health.status_code == 503
-    assert health.json()["status"] == "unavailable"
+    assert health.json()["status"] == "unavailable" and health.json()["ready"] is False
+    assert health.json()["reason"].startswith("database unavailable")
     assert "memory_store_no_such_database" in health.json()["database"]["reason"]
     assert listing.status_code == 503
     assert "database is unavailable" in listing.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_not_ready_while_the_model_loads_and_when_it_is_off(settings):
+    # A configuration of its own: a new backend, not loaded yet.
+    settings.EMBEDDING_BACKEND = {**settings.EMBEDDING_BACKEND, "BATCH_SIZE": 19}
+    backend = get_embedding_backend()
+    assert not backend.load_settled
+    body = JsonClient().get("/health").json()  # answers at once, and starts the load
+    assert (body["ready"], body["reason"], body["model"]["loading"]) == (
+        False, "the embedding model is still loading", True,
+    )
+    from lessons.embedding import warm_up_in_background
+
+    warm_up_in_background().join(timeout=120)
+    body = JsonClient().get("/health").json()
+    assert (body["ready"], body["status"], body["model"]["loading"]) == (True, "ok", False)
+
+    settings.EMBEDDINGS_ENABLED = False
+    body = JsonClient().get("/health").json()
+    assert (body["ready"], body["status"]) == (False, "degraded")
+    assert "EMBEDDINGS_ENABLED=0" in body["reason"]

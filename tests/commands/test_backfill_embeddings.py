@@ -85,3 +85,17 @@ def test_model_off_is_a_clear_error_and_nothing_changes(pending):
 def test_bad_options_are_command_errors(db, args, message):
     with pytest.raises(CommandError, match=message):
         run(*args)
+
+
+def test_ctrl_c_keeps_the_finished_batches_and_ends_with_a_one_line_summary(pending):
+    backend = {"BACKEND": "tests.embedding_backends.InterruptedOnMemoriesBackend", "BATCH_SIZE": 64}
+    with override_settings(EMBEDDING_BACKEND=backend):
+        with pytest.raises(CommandError) as raised:
+            run("--batch-size", "2", verbosity=0)
+        assert raised.value.returncode == 130
+        assert str(raised.value) == (
+            "interrupted: 4 of 5 row(s) embedded and committed, 0 failed, 1 still pending; "
+            "run the command again to continue."
+        )
+        out, _ = run("--dry-run")
+    assert "dry run: 1 to embed, 4 already fresh" in out

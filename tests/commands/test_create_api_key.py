@@ -43,3 +43,37 @@ def test_mcp_command_needs_exactly_one_way_to_choose_the_team(team, monkeypatch)
         call_command("mcp", "--team", "nope")
     with pytest.raises(CommandError, match="--api-key: unknown or revoked"):
         call_command("mcp", "--api-key", "msk_not_a_real_key")
+
+
+def test_an_unknown_team_says_how_to_create_it(db):
+    with pytest.raises(CommandError, match="--create-team"):
+        call_command("create_api_key", "--team", "acme", "--name", "curl", stdout=StringIO())
+    assert not ApiKey.objects.exists()
+
+
+def test_create_team_flag_creates_the_team_and_the_key(db):
+    from lessons.models import Team
+
+    out = StringIO()
+    call_command("create_api_key", "--team", "acme", "--name", "curl", "--create-team", stdout=out)
+    raw_key = out.getvalue().rstrip("\n").split("\n")[-1]
+    assert api_key_authenticate(raw_key=raw_key).team == Team.objects.get(slug="acme")
+    again = StringIO()  # the flag is harmless once the team exists
+    call_command("create_api_key", "--team", "acme", "--name", "curl 2", "--create-team", stdout=again)
+    assert Team.objects.count() == 1 and ApiKey.objects.count() == 2
+
+
+def test_create_team_command_validates_before_it_writes(db):
+    from lessons.models import Team
+
+    out = StringIO()
+    call_command("create_team", "acme", "--name", "Acme Corp", stdout=out)
+    assert "Created team 'acme'" in out.getvalue()
+    assert Team.objects.get().name == "Acme Corp"
+    with pytest.raises(CommandError, match="slug: Team with this Slug already exists"):
+        call_command("create_team", "acme", stdout=StringIO())
+    with pytest.raises(CommandError, match="slug: Ensure this value has at most 100 characters"):
+        call_command("create_team", "a" * 150, stdout=StringIO())
+    with pytest.raises(CommandError, match="slug: Enter a valid"):
+        call_command("create_team", "not a slug", stdout=StringIO())
+    assert Team.objects.count() == 1

@@ -19,7 +19,7 @@ def test_import_lessons_command_reports_bad_lines_and_exits_non_zero(tmp_path):
     )
     stdout, stderr = StringIO(), StringIO()
     with pytest.raises(CommandError, match="2 line"):
-        call_command("import_lessons", str(source), team="acme", stdout=stdout, stderr=stderr)
+        call_command("import_lessons", str(source), team="acme", create_team=True, stdout=stdout, stderr=stderr)
     assert f"{source}:2: broken JSON" in stderr.getvalue()
     assert f"{source}:3: confidence:" in stderr.getvalue()
     assert "1 created" in stdout.getvalue()
@@ -33,7 +33,7 @@ def test_import_command_on_a_missing_file_is_a_command_error():
 
 def test_demo_data_imports_cleanly_and_is_rich_enough():
     out = StringIO()
-    call_command("import_lessons", str(DEMO_DIR / "lessons.jsonl"), team="demo", stdout=out)
+    call_command("import_lessons", str(DEMO_DIR / "lessons.jsonl"), team="demo", create_team=True, stdout=out)
     call_command("import_memories", str(DEMO_DIR / "memories.jsonl"), team="demo", stdout=out)
     lessons = Lesson.objects.filter(team__slug="demo")
     assert lessons.count() >= 150
@@ -49,3 +49,23 @@ def test_demo_data_imports_cleanly_and_is_rich_enough():
     again = StringIO()
     call_command("import_lessons", str(DEMO_DIR / "lessons.jsonl"), team="demo", stdout=again)
     assert "0 created, 0 updated" in again.getvalue()
+
+
+def test_an_import_into_an_unknown_team_is_refused_and_says_how(tmp_path, team):
+    source = tmp_path / "lessons.jsonl"
+    source.write_text(json.dumps({"external_id": "a", "title": "Good"}) + "\n")
+    with pytest.raises(CommandError, match="no team with slug 'acmee'.*--create-team.*create_team acmee"):
+        call_command("import_lessons", str(source), team="acmee")
+    assert not Lesson.objects.exists()
+    call_command("import_lessons", str(source), team="acme", stdout=StringIO())  # the existing team is fine
+    assert Lesson.objects.filter(team=team).count() == 1
+
+
+def test_a_150_character_team_slug_is_a_clear_error_and_writes_nothing(tmp_path):
+    from lessons.models import Team
+
+    source = tmp_path / "memories.jsonl"
+    source.write_text(json.dumps({"content": "Met Jonas"}) + "\n")
+    with pytest.raises(CommandError, match="slug: Ensure this value has at most 100 characters"):
+        call_command("import_memories", str(source), team="x" * 150, create_team=True)
+    assert not Team.objects.exists() and not Memory.objects.exists()

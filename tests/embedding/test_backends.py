@@ -12,17 +12,17 @@ def test_torch_queries_encode_on_their_own_thread_count_and_restore_torchs():
     assert backend.active_query_runtime == "torch"
     before = torch.get_num_threads()
     seen = []
-    original = backend._encode
+    original = backend._encode_torch
 
     def spy(texts):
         seen.append(torch.get_num_threads())
         return original(texts)
 
-    backend._encode = spy
+    backend._encode_torch = spy
     try:
         queries = backend.embed_queries(["database security", "frontend state management"])
     finally:
-        del backend._encode
+        del backend._encode_torch
     assert seen == [min(2 * backend.query_threads, before)]  # one thread per query text, at most torch's
     backend.embed_query("one text")
     assert torch.get_num_threads() == before
@@ -34,17 +34,19 @@ def test_torch_queries_encode_on_their_own_thread_count_and_restore_torchs():
     assert float(queries[0] @ queries[1]) < 0.9
 
 
-def test_warm_up_loads_the_model_on_a_background_thread(settings):
+def test_warm_up_loads_the_query_encoder_on_a_background_thread_without_torch(settings):
     from lessons.embedding import warm_up_in_background
 
     # A configuration of its own, so the backend is a new, unloaded instance.
     settings.EMBEDDING_BACKEND = {**settings.EMBEDDING_BACKEND, "BATCH_SIZE": 17}
     backend = get_embedding_backend()
-    assert backend._model is None
+    assert backend._model is None and not backend.load_settled
     thread = warm_up_in_background()
+    assert warm_up_in_background() is thread  # one warm-up however often it is asked for
     thread.join(timeout=120)
     assert not thread.is_alive() and thread.daemon
-    assert backend._model is not None and backend.available
+    assert backend.load_settled and backend.available
+    assert backend._onnx is not None and backend._model is None  # queries need no torch
 
 
 def test_no_warm_up_when_embeddings_are_off(settings):

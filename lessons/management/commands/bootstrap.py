@@ -26,7 +26,7 @@ class Command(BaseCommand):
         self.stdout.write("Database migrated.")
         if not no_demo and not Team.objects.filter(slug=DEMO_TEAM).exists():
             self.stdout.write(f"First start: loading the demo data into team {DEMO_TEAM!r}...")
-            call_command("import_lessons", str(DEMO_DIR / "lessons.jsonl"), team=DEMO_TEAM)
+            call_command("import_lessons", str(DEMO_DIR / "lessons.jsonl"), team=DEMO_TEAM, create_team=True)
             call_command("import_memories", str(DEMO_DIR / "memories.jsonl"), team=DEMO_TEAM)
         if settings.DEBUG:
             self._create_local_admin()

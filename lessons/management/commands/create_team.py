@@ -1,0 +1,18 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from lessons.services.teams import TeamError, team_create
+
+
+class Command(BaseCommand):
+    help = "Create a team: its slug (used by --team everywhere) and a display name."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug", help="Short identifier: lowercase letters, digits, hyphens (e.g. acme).")
+        parser.add_argument("--name", help="Display name (default: the slug).")
+
+    def handle(self, *args, slug, name=None, **options):
+        try:
+            team = team_create(slug=slug, name=name)
+        except TeamError as error:
+            raise CommandError(str(error)) from error
+        self.stdout.write(f"Created team {team.slug!r} ({team.name}).")

@@ -1,0 +1,74 @@
+"""The security review's checks, kept as tests: deploy checks, admin sign-in throttling, headers,
+no traceback in any answer."""
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def test_check_deploy_is_clean_under_production_settings():
+    environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "DJANGO_ALLOWED_HOSTS": "memory.example.org",
+    }
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                            cwd=PROJECT, env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+@pytest.mark.django_db
+def test_admin_sign_in_is_locked_at_the_fifth_failure_for_that_user_and_address():
+    get_user_model().objects.create_superuser(username="curator", email="c@example.org", password="right-horse-9")
+    client = Client(REMOTE_ADDR="203.0.113.7")
+    for _ in range(4):
+        response = client.post("/admin/login/", {"username": "curator", "password": "wrong"})
+        assert response.status_code == 200  # the form again, with its error
+    fifth = client.post("/admin/login/", {"username": "curator", "password": "wrong"})
+    assert fifth.status_code == 429
+    locked = client.post("/admin/login/", {"username": "curator", "password": "right-horse-9"})
+    assert locked.status_code == 429  # even the right password, until the cool-off ends
+    other_address = Client(REMOTE_ADDR="198.51.100.2")
+    signed_in = other_address.post("/admin/login/", {"username": "curator", "password": "right-horse-9"})
+    assert signed_in.status_code == 302  # the lock is per user and address, not a denial of service
+
+
+@pytest.mark.django_db
+def test_security_headers_on_api_and_admin():
+    for path in ("/api/v1/health", "/admin/login/"):
+        response = Client().get(path)
+        assert response["X-Content-Type-Options"] == "nosniff"
+        assert response["X-Frame-Options"] == "DENY"
+        assert response["Referrer-Policy"] == "same-origin"
+        assert response["Cross-Origin-Opener-Policy"] == "same-origin"
+
+
+@pytest.mark.django_db
+def test_an_unexpected_error_answers_without_a_traceback(settings, team, monkeypatch):
+    from lessons.api import operations
+    from lessons.services.api_keys import api_key_create
+
+    settings.DEBUG = False
+    _, raw_key = api_key_create(team=team, name="agent")
+
+    def explode(**kwargs):
+        raise RuntimeError("secret internals /srv/app/lessons/engine.py line 42")
+
+    monkeypatch.setattr(operations, "run_search", explode)
+    client = Client(raise_request_exception=False)
+    response = client.post("/api/v1/search", {"query": "x"}, content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+    body = response.content.decode()
+    assert response.status_code == 500
+    assert "Traceback" not in body and "secret internals" not in body and "engine.py" not in body
