@@ -77,3 +77,4 @@ def test_admin_carries_the_product_name_and_links_the_api_docs(admin_client):
     page = admin_client.get(reverse("admin:index")).content.decode()
     assert "Memory Store" in page and "Django administration" not in page
     assert 'href="/api/v1/docs"' in page
+    assert 'href="/admin/lessons/search/"' in page  # the search playground, from every admin page
