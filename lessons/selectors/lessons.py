@@ -4,6 +4,8 @@ returns a SearchResponse and the API serialises them one way."""
 from collections.abc import Sequence
 from pathlib import PurePath
 
+from django.conf import settings
+
 from lessons.models import Team
 from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
 
@@ -80,4 +82,7 @@ def lessons_for_session(
         parts.extend(p for p in path_parts if p.lower() != (project or "").strip().lower())
     if recent_activity and recent_activity.strip():
         parts.append(" ".join(recent_activity.split())[:SESSION_ACTIVITY_CHARS])
-    return search(request=SearchRequest(team=team, query=" ".join(parts), kind="lessons", limit=limit))
+    # A fixed floor, not the adaptive one: at a session's start weak matches are noise, and when
+    # nothing clears it the most recent lessons are the better reminder (seed 003).
+    return search(request=SearchRequest(team=team, query=" ".join(parts), kind="lessons", limit=limit,
+                                        similarity_floor=settings.SEARCH_SIMILARITY_FLOOR))

@@ -40,15 +40,22 @@ def test_every_search_answer_carries_a_search_id_of_the_callers_team(api, team, 
     assert record.operation == "search" and record.mode == "hybrid" and record.kind == "lessons"
 
 
+@pytest.mark.parametrize("path", ["/memories/friends", "/memories/interests", "/memories/events",
+                                  "/memories/panic-attacks"])
+def test_listings_are_not_searches_and_carry_no_search_id(api, team, path):
+    """Friends, interests, events and panic attacks list rows in a fixed order (issue 10): nothing
+    was ranked, so there is nothing to report usage against."""
+    response = api.get(path, {})
+    assert response.status_code == 200, response.content
+    assert "search_id" not in response.json() and SearchRecord.objects.count() == 0
+
+
 @pytest.mark.parametrize(
     ("method", "path", "params", "kind"),
     [
         ("get", "/lessons/relevant", {"tech_stack": ["nextjs"]}, "lessons"),
         ("get", "/lessons/patterns", {"feature": "Authentication"}, "lessons"),
         ("post", "/lessons/session", {"recent_activity": "login form"}, "lessons"),
-        ("get", "/memories/friends", {}, "memories"),
-        ("get", "/memories/interests", {}, "memories"),
-        ("get", "/memories/events", {"days": 3}, "memories"),
         ("get", "/memories/by-person", {"name": "Jonas"}, "memories"),
         ("get", "/memories/by-emotion", {"emotion": "happy"}, "memories"),
         ("post", "/memories/search-versions", {"query": "sailing"}, "memories"),
