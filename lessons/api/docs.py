@@ -103,6 +103,8 @@ class MemoryStoreAPI(NinjaAPI):
                     for requirement in security
                 ]
                 responses = operation.setdefault("responses", {})
-                if 400 not in responses and "400" not in responses:
-                    responses[400] = TEAM_CHOICE_RESPONSE
+                # One 400 for both causes: a staff session naming no team, and (operations with a
+                # body) a body that is not JSON, which ninja declared as a plain "Bad Request".
+                responses.pop("400", None)
+                responses[400] = TEAM_CHOICE_RESPONSE
         return schema

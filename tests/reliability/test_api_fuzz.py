@@ -121,5 +121,6 @@ def test_every_operation_answers_generated_requests_as_documented(team):
     assert not failures, "\n\n".join(failures)
     assert not [status for status in statuses if status >= 500]
     assert total >= MIN_REQUESTS
-    assert len(per_operation) == len(operations) == 26, sorted(per_operation)
+    # Every operation of the document (35 at the time of writing) was sent requests.
+    assert len(per_operation) == len(operations) >= 26, sorted(per_operation)
     assert statuses[200] + statuses[201] + statuses[204] > total // 4  # the fuzzer got past validation too

@@ -16,7 +16,8 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 def test_check_deploy_is_clean_under_production_settings():
     environment = {
-        **os.environ,
+        # Not the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE (set in this process for Playwright).
+        **{name: value for name, value in os.environ.items() if name != "DJANGO_ALLOW_ASYNC_UNSAFE"},
         "DJANGO_SETTINGS_MODULE": "memory_site.settings",
         "DJANGO_DEBUG": "0",
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
