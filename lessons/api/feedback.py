@@ -3,12 +3,12 @@
 from ninja import Router
 
 from lessons.api import operations
-from lessons.api.schemas import AUTHENTICATED, INVALID, NOT_FOUND, FeedbackIn, FeedbackOut
+from lessons.api.schemas import AUTHENTICATED, INVALID, NOT_FOUND, WITH_BODY, FeedbackIn, FeedbackOut
 
 router = Router(tags=["feedback"])
 
 
-@router.post("/feedback", response={202: FeedbackOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@router.post("/feedback", response={202: FeedbackOut, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 def report_usage(request, payload: FeedbackIn):
     """Report the results of a search (by its `search_id`) you used and those that were not helpful.
     404 for a search that is not your team's (or was purged); 422 for an id the search did not return.

@@ -37,7 +37,9 @@ def test_database_security_finds_security_lessons_by_meaning_in_rank_order(admin
     ]
     assert meaning_only, [row.title for row in rows[:10]]
     page = response.content.decode()
-    assert 'class="relevance relevance-high"' in page
+    # Labels from each hit's own evidence: MiniLM's cosines for a two-word query are modest, so the
+    # best answers read "medium" or "high" (README, Search: Relevance).
+    assert 'class="relevance relevance-high"' in page or 'class="relevance relevance-medium"' in page
     assert "Ranked by the search engine" in page and reverse("admin:lessons_search_playground") in page
 
 
