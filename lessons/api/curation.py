@@ -19,7 +19,7 @@ from lessons.api.curation_schemas import (
     MemoryMergeIn,
     MemoryMergeOut,
 )
-from lessons.api.schemas import AUTHENTICATED, INVALID, MAX_ID, NOT_FOUND, MemoryOut
+from lessons.api.schemas import AUTHENTICATED, INVALID, MAX_ID, NOT_FOUND, WITH_BODY, MemoryOut
 from lessons.models import DuplicateKind, Lesson, Memory
 from lessons.selectors.curation import lesson_duplicate_pairs, memory_duplicate_pairs
 from lessons.selectors.listing import lesson_get, lesson_list, memory_get
@@ -58,7 +58,7 @@ def lesson_duplicates(request, params: Query[DuplicatesQuery]):
 @router.post(
     "/lessons/duplicates/dismiss",
     tags=["lessons"],
-    response={200: DismissedOut, **INVALID, **AUTHENTICATED},
+    response={200: DismissedOut, **WITH_BODY, **INVALID, **AUTHENTICATED},
     summary="Mark two lessons as not duplicates",
 )
 def dismiss_lesson_pair(request, payload: DismissIn):
@@ -71,7 +71,7 @@ def dismiss_lesson_pair(request, payload: DismissIn):
 @router.post(
     "/lessons/{lesson_id}/merge",
     tags=["lessons"],
-    response={200: LessonMergeOut, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    response={200: LessonMergeOut, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Merge lessons into this one",
 )
 def merge_lessons(request, payload: LessonMergeIn, lesson_id: int = LessonId):
@@ -109,7 +109,7 @@ def memory_duplicates(request, params: Query[DuplicatesQuery]):
 @router.post(
     "/memories/duplicates/dismiss",
     tags=["memories"],
-    response={200: DismissedOut, **INVALID, **AUTHENTICATED},
+    response={200: DismissedOut, **WITH_BODY, **INVALID, **AUTHENTICATED},
     summary="Mark two memories as not duplicates",
 )
 def dismiss_memory_pair(request, payload: DismissIn):
@@ -122,7 +122,7 @@ def dismiss_memory_pair(request, payload: DismissIn):
 @router.post(
     "/memories/{memory_id}/merge",
     tags=["memories"],
-    response={200: MemoryMergeOut, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    response={200: MemoryMergeOut, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Merge a memory into this one",
 )
 def merge_memories(request, payload: MemoryMergeIn, memory_id: int = MemoryId):
