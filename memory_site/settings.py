@@ -198,6 +198,12 @@ SEARCH_BM25 = {
     "B": env.float("SEARCH_BM25_B", default=0.5),
     "FIELD_WEIGHTS": {"A": 1.5, "B": 1.0, "C": 0.5, "D": 1.0},
 }
+# The keyword leg reads each query term's best postings first (lessons/search/keyword.py): this many
+# per term (at least 8 x the leg's limit) before a bound proves the rest cannot enter the top k.
+SEARCH_KEYWORD_HEAD = env.int("SEARCH_KEYWORD_HEAD", default=1000)
+# refresh_keyword_impacts (and the imports) recompute a team's impacts when its average length has
+# moved by more than this factor since they were written: drift costs speed, not exactness.
+SEARCH_KEYWORD_IMPACT_DRIFT = env.float("SEARCH_KEYWORD_IMPACT_DRIFT", default=1.2)
 
 # --- Search ---------------------------------------------------------------------------------
 # The hybrid engine (lessons/search/engine.py has the formula). Weights may also be given per

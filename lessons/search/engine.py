@@ -73,6 +73,11 @@ from lessons.search.validation import validate
 MIN_CANDIDATES = 50
 
 
+def search_leg_limit(limit: int) -> int:
+    """How many candidates each leg brings for a search of `limit` results."""
+    return max(3 * limit, MIN_CANDIDATES)
+
+
 def search(*, request: SearchRequest) -> SearchResponse:
     """Run one search. Raises SearchRequestError for a request it cannot run."""
     started = perf_counter()
@@ -88,7 +93,7 @@ def search(*, request: SearchRequest) -> SearchResponse:
     keywords = extract_keywords(request.context) if request.context else []
     keyword_query = " ".join((request.keyword_query or "").split()) or query
     contextual = contextual_query(query, keywords) if keywords else None
-    per_leg = max(3 * request.limit, MIN_CANDIDATES)
+    per_leg = search_leg_limit(request.limit)
     term_forms = scoring.query_term_forms(keyword_query, STOP_WORDS)
     terms = list(term_forms)
     query_exact_terms = terms if 0 < len(terms) <= EXACT_TIER_MAX_TERMS else []
@@ -109,6 +114,8 @@ def search(*, request: SearchRequest) -> SearchResponse:
     if request.mode != "semantic":
         keyword_rows, leg_counts = keyword_statement(**keyword_legs, exact_terms=exact_terms,
                                                      with_fields=request.mode == "text" or model_off)
+    # 1 when the keyword leg's heads could not prove their top k is BM25's (keyword.py)
+    keyword_unproved = leg_counts.pop("keyword_unproved", 0)
     sql_ms = _ms(tick)
 
     vectors, degraded_reason = [], None
@@ -131,6 +138,7 @@ def search(*, request: SearchRequest) -> SearchResponse:
         degraded_reason = f"{degraded_reason}; semantic mode answered by keywords and quality"
         exact_terms = query_exact_terms
         rows, leg_counts = keyword_statement(**keyword_legs, exact_terms=exact_terms, with_fields=True)
+        keyword_unproved = leg_counts.pop("keyword_unproved", 0)
     elif request.mode == "hybrid" and not model_off:
         rows = rows_with_fields(kind=kind, keyword_rows=keyword_rows)  # the encode failed
     timings["sql"] = sql_ms + _ms(tick)
@@ -166,6 +174,7 @@ def search(*, request: SearchRequest) -> SearchResponse:
         "duplicates_removed": sum(leg_counts.values()) - union,
         "below_floor": union - len(rows),
         "collapsed": collapsed,
+        **({"keyword_unproved": keyword_unproved} if keyword_unproved else {}),
     }
     timings["fuse"] = _ms(tick)
 

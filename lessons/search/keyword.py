@@ -1,4 +1,4 @@
-"""The keyword leg: BM25 computed in PostgreSQL over the stored search vectors.
+"""The keyword leg: top-k BM25 in PostgreSQL, reading each term's best postings first.
 
     score(row) = sum over query terms q of
                  qtf(q) * idf(q) * tf(q, row) * (k1 + 1) / (tf(q, row) + k1 * (1 - b + b * len(row) / avglen))
@@ -6,14 +6,47 @@
     tf(q, row) = sum over fields f of W_f * (occurrences of q in field f)      (fields: the tsvector
     len(row)   = sum over fields f of W_f * (terms in field f)                  weights A, B, C, D)
 
-N, df and avglen are those of the team's rows of that kind, read from `lessons_keyword_posting`
-and `lessons_keyword_stats`, which triggers keep in step with the rows (migration 0002). Query
-terms are the query's English lexemes (stemmed, without stop words) plus its exact words as the
-'simple' configuration leaves them, when they differ from a stem and are not stop words: tags,
+Query terms are the query's English lexemes (stemmed, without stop words) plus its exact words as
+the 'simple' configuration leaves them, when they differ from a stem and are not stop words: tags,
 tech stacks and categories are indexed unstemmed, so `nextjs` or `rls` match them exactly.
 
-Everything runs as one SQL statement; Python only formats it. The caller's filters are applied
-inside it (a boolean expression over the row table aliased `t`), before the LIMIT.
+## Design: impact-ordered heads, a bound, and completion (issue 13)
+
+Scoring every posting of every query term grows with the team: at 100,000 lessons a common word
+has tens of thousands of postings. The leg reads only what can matter, in one statement:
+
+1. **Stored statistics.** N and avglen come from `lessons_keyword_stats`, df from
+   `lessons_keyword_df` (both kept by triggers, migrations 0002 and 0006), so idf costs one index
+   probe per term instead of counting its postings.
+2. **Heads.** Each posting stores its *impact*, tf / (tf + k1 * (1 - b + b * len / avglen_ref)),
+   computed with its team's reference average length (`lessons_keyword_reference`). An index on
+   (kind, team, lexeme, impact DESC) gives each term's best HEAD postings (max(HEAD_POSTINGS, 8 x
+   the leg's limit)) without touching the rest of its list.
+3. **Partial scores and bounds.** A row seen in some heads has an exact partial score from them.
+   For a term whose list was cut, a row missing from its head can score at most
+   bound(q) = idf(q) * qtf * (k1 + 1) * impact of the head's last posting * max(1, avglen / avglen_ref)
+   (the factor covers the team's average length having grown since the impacts were written: a
+   longer average only raises today's term factor, by at most that ratio).
+4. **Threshold and completion.** theta = the k-th best partial score among rows that pass the
+   caller's filter (walked best first, so the filter is checked for few rows). Every filtered row
+   whose partial score plus its missing terms' bounds reaches theta has those postings read by
+   primary key; its score is then exact. The top k of those exact scores is the answer.
+5. **Certainty.** A row in no head at all scores at most the sum of the bounds. If that is below
+   theta (and at least k rows passed the filter, and the impacts were computed with today's k1, b
+   and field weights), no row outside the heads can enter the top k: the result is exactly BM25's
+   top k, ties aside. Otherwise the statement says so (`certain` false) and the caller runs the
+   whole-list scan (`keyword_leg_sql(..., head=None)`), the design before this one, so results
+   never depend on the shortcut. A very restrictive filter is the typical uncertain case.
+
+Average-length drift: impacts use the reference length, so after a team's documents change in
+length the order inside a head is slightly off and the bound's factor loosens (more rows to
+complete, more uncertain fallbacks); results stay exact. `manage.py refresh_keyword_impacts`
+recomputes a team's impacts when its average length has drifted by more than
+SEARCH_KEYWORD_IMPACT_DRIFT (imports run it at their end); it also applies changed k1, b or field
+weights, which until then make every search take the whole-list scan.
+
+Measured (README, Scale): on SciFact's 300 test and 809 train queries and the dev sets, the top 10
+equals the whole-list scan's for the share of queries printed by `eval_retrieval --keyword-exactness`.
 """
 
 from dataclasses import dataclass
@@ -23,6 +56,8 @@ from django.db import connection
 
 TABLES = {"lessons": ("l", "lessons_lesson"), "memories": ("m", "lessons_memory")}
 DEFAULT_BM25 = {"K1": 1.2, "B": 0.5, "FIELD_WEIGHTS": {"A": 1.5, "B": 1.0, "C": 0.5, "D": 1.0}}
+# Postings read per term before the bound takes over (at least 8 x the leg's limit).
+HEAD_POSTINGS = 1000
 
 
 @dataclass
@@ -31,6 +66,7 @@ class KeywordCandidate:
     score: float  # raw BM25, >= 0, not normalised
     matched_terms: list[str]
     coverage: float | None = None  # share of the query's English terms the row carries
+    certain: bool = True  # False: the heads could not prove this is BM25's top k
 
 
 def bm25_parameters() -> tuple[float, float, dict[str, float]]:
@@ -39,21 +75,15 @@ def bm25_parameters() -> tuple[float, float, dict[str, float]]:
     return float(configured["K1"]), float(configured["B"]), {field: float(weights[field]) for field in "ABCD"}
 
 
-def keyword_leg_sql(
-    *, kind: str, team_id: int, query: str, filter_sql: str, filter_params: list, limit: int
-) -> tuple[str, list] | None:
-    """One SELECT (id, score, matched_terms), best first, that a caller may run alone or embed as
-    a CTE. None when the query holds no text at all."""
-    if not query or not query.strip():
-        return None
-    kind_code, table = TABLES[kind]
-    k1, b, weights = bm25_parameters()
-    # float8 throughout: `1.0 * smallint` would be computed in (slow) numeric.
-    weighted_tf = " + ".join(f"{weights[f]!r}::float8 * p.tf_{f.lower()}" for f in "ABCD")
-    weighted_len = " + ".join(f"{weights[f]!r}::float8 * p.len_{f.lower()}" for f in "ABCD")
-    stats_len = " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD")
-    sql = f"""
-        WITH english AS (
+def head_size(limit: int) -> int:
+    return max(int(getattr(settings, "SEARCH_KEYWORD_HEAD", HEAD_POSTINGS)), 8 * limit)
+
+
+def _terms_and_weights_sql(*, stats_len: str) -> str:
+    """CTEs english, exact, terms, stats, term_weights, weighted_terms: the query's terms with
+    their idf weights, from the stored statistics."""
+    return f"""
+        english AS (
             SELECT lexeme, coalesce(array_length(positions, 1), 1) AS qtf, true AS english
               FROM unnest(to_tsvector('english', %s))
         ), exact AS (
@@ -63,29 +93,59 @@ def keyword_leg_sql(
                AND numnode(plainto_tsquery('english', s.lexeme)) > 0
         ), terms AS (
             SELECT * FROM english UNION ALL SELECT * FROM exact
-        ), stats AS (
-            SELECT doc_count::float8 AS n, greatest(({stats_len}) / nullif(doc_count, 0), 1e-9) AS avglen
+        ), stats AS MATERIALIZED (
+            -- the shards' sums (the counters are sharded by writer, migration 0006)
+            SELECT sum(doc_count)::float8 AS n,
+                   greatest(sum({stats_len}) / nullif(sum(doc_count), 0), 1e-9) AS avglen
               FROM lessons_keyword_stats WHERE kind = %s AND team_id = %s
         ), term_weights AS MATERIALIZED (
-            -- idf from each term's posting count, read off the index (no postings materialised)
-            SELECT terms.lexeme, terms.english, df.df, terms.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) AS weight
+            SELECT terms.lexeme, terms.english, df.df,
+                   terms.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) AS weight
               FROM terms CROSS JOIN stats
              CROSS JOIN LATERAL (
-                   SELECT count(*)::float8 AS df FROM lessons_keyword_posting AS p
-                    WHERE p.kind = %s AND p.team_id = %s AND p.lexeme = terms.lexeme
+                   SELECT coalesce(sum(d.df), 0)::float8 AS df FROM lessons_keyword_df AS d
+                    WHERE d.kind = %s AND d.team_id = %s AND d.lexeme = terms.lexeme
              ) AS df
         ), weighted_terms AS (
             SELECT * FROM term_weights WHERE df > 0
-        ), postings AS (
+        )"""
+
+
+def keyword_leg_sql(
+    *, kind: str, team_id: int, query: str, filter_sql: str, filter_params: list, limit: int,
+    head: int | None = 0,
+) -> tuple[str, list] | None:
+    """One SELECT (id, score, matched_terms, coverage, max_score, certain), best first, that a
+    caller may run alone or embed as a CTE. `head`: postings read per term (0: the default for this
+    limit; None: every posting, the exact whole-list scan). None when the query holds no text.
+    With heads, an empty answer that is not certain comes as one row with a NULL id."""
+    if not query or not query.strip():
+        return None
+    kind_code, table = TABLES[kind]
+    k1, b, weights = bm25_parameters()
+    # float8 throughout: `1.0 * smallint` would be computed in (slow) numeric.
+    weighted_tf = " + ".join(f"{weights[f]!r}::float8 * p.tf_{f.lower()}" for f in "ABCD")
+    weighted_len = " + ".join(f"{weights[f]!r}::float8 * p.len_{f.lower()}" for f in "ABCD")
+    stats_len = " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD")
+    term_factor = f"p.tf * {k1 + 1!r} / (p.tf + {k1!r} * (1 - {b!r} + {b!r} * p.len / stats.avglen))"
+    common = _terms_and_weights_sql(stats_len=stats_len)
+    params = [query, query, kind_code, team_id, kind_code, team_id]
+    # max_score: what a row matching every query term (each as often as the query says, tf -> oo)
+    # would score, words no row has included: sum of qtf x idf x (k1 + 1). score / max_score is
+    # absolute evidence: matching one of two terms cannot reach 1.
+    # coverage: the share of the query's English terms the row carries.
+    outputs = f"""
+               english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage,
+               (SELECT sum(weight) * {k1 + 1!r} FROM term_weights) AS max_score"""
+    if head is None:
+        sql = f"""
+        WITH {common}, postings AS (
             SELECT p.row_id, p.lexeme, w.english, w.weight, ({weighted_tf}) AS tf, ({weighted_len}) AS len
               FROM weighted_terms AS w JOIN lessons_keyword_posting AS p
                 ON p.kind = %s AND p.team_id = %s AND p.lexeme = w.lexeme
         ), scored AS (
-            -- matched_terms unsorted: ordering them here sorted every posting (5 ms of 30 for a
-            -- 16-term query); the engine sorts the few it shows.
-            SELECT p.row_id,
-                   sum(p.weight * p.tf * {k1 + 1!r} / (p.tf + {k1!r} * (1 - {b!r} + {b!r} * p.len / stats.avglen))) AS score,
-                   array_agg(p.lexeme) AS matched_terms,
+            -- matched_terms unsorted: sorting them here sorted every posting; the engine sorts the few it shows
+            SELECT p.row_id, sum(p.weight * {term_factor}) AS score, array_agg(p.lexeme) AS matched_terms,
                    count(*) FILTER (WHERE p.english) AS english_matched
               FROM postings AS p CROSS JOIN stats
              WHERE p.tf > 0
@@ -93,37 +153,139 @@ def keyword_leg_sql(
         ), ranked AS MATERIALIZED (
             SELECT * FROM scored ORDER BY score DESC, row_id
         )
-        -- Walk the ranking best first and stop at `limit` rows that pass the filter, instead of
-        -- joining every matching row to its table before sorting.
-        -- coverage: the share of the query's English terms the row carries, an absolute signal
-        -- (the score is only comparable within one search) for labelling hits without a model.
-        -- max_score: what a row matching every query term (each as often as the query says, tf -> oo)
-        -- would score, words no row has included: sum of qtf x idf x (k1 + 1). score / max_score is
-        -- absolute evidence: matching one of two terms cannot reach 1.
-        SELECT ranked.row_id AS id, ranked.score, ranked.matched_terms,
-               ranked.english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage,
-               (SELECT sum(weight) * {k1 + 1!r} FROM term_weights) AS max_score
+        -- Walk the ranking best first and stop at `limit` rows that pass the filter.
+        SELECT ranked.row_id AS id, ranked.score, ranked.matched_terms, {outputs}, true AS certain
           FROM ranked
          WHERE EXISTS (SELECT 1 FROM {table} AS t WHERE t.id = ranked.row_id AND ({filter_sql}))
          ORDER BY ranked.score DESC, ranked.row_id
          LIMIT %s
+        """
+        return sql, [*params, kind_code, team_id, *filter_params, limit]
+
+    head = head or head_size(limit)
+
+    def filtered(row: str) -> str:
+        # A scalar subquery, not EXISTS: the planner turns a lone EXISTS into a semi-join, which may
+        # hash the ranking and lose its order; a per-row filter keeps it and stops at the LIMIT.
+        return f"(SELECT true FROM {table} AS t WHERE t.id = {row} AND ({filter_sql})) IS NOT NULL"
+
+    sql = f"""
+        WITH {common}, reference AS MATERIALIZED (
+            SELECT greatest(1, stats.avglen / r.avglen) AS drift,
+                   (r.k1 = {k1!r} AND r.b = {b!r} AND r.w_a = {weights['A']!r} AND r.w_b = {weights['B']!r}
+                    AND r.w_c = {weights['C']!r} AND r.w_d = {weights['D']!r}) AS current
+              FROM lessons_keyword_reference AS r CROSS JOIN stats
+             WHERE r.kind = %s AND r.team_id = %s
+        ), heads AS MATERIALIZED (
+            -- each term's best postings by stored impact: an index range read that stops at `head`
+            SELECT w.lexeme, w.english, w.weight, w.df > {head} AS cut, p.row_id, p.impact,
+                   ({weighted_tf}) AS tf, ({weighted_len}) AS len
+              FROM weighted_terms AS w CROSS JOIN LATERAL (
+                   SELECT * FROM lessons_keyword_posting AS p
+                    WHERE p.kind = %s AND p.team_id = %s AND p.lexeme = w.lexeme
+                    ORDER BY p.impact DESC LIMIT {head}
+              ) AS p
+        ), bounds AS MATERIALIZED (
+            -- the most a row missing from a cut head can still get from that term
+            SELECT h.lexeme, h.english, h.weight,
+                   CASE WHEN bool_or(h.cut) THEN h.weight * {k1 + 1!r} * min(h.impact) * (SELECT drift FROM reference)
+                        ELSE 0 END AS bound
+              FROM heads AS h GROUP BY h.lexeme, h.english, h.weight
+        ), ranked AS MATERIALIZED (
+            -- partial scores from the heads; `upper` adds the bounds of the cut terms a row was not seen in
+            SELECT p.row_id, sum(p.weight * {term_factor}) AS score,
+                   sum(p.weight * {term_factor}) + (SELECT sum(bound) FROM bounds) - sum(b.bound) AS upper,
+                   array_agg(p.lexeme) AS matched_terms, count(*) FILTER (WHERE p.english) AS english_matched
+              FROM heads AS p JOIN bounds AS b ON b.lexeme = p.lexeme CROSS JOIN stats
+             WHERE p.tf > 0
+             GROUP BY p.row_id
+             ORDER BY score DESC, p.row_id
+        ), top_partial AS MATERIALIZED (
+            -- the best `limit` partial scores among rows the caller may see, walked best first
+            SELECT r.* FROM ranked AS r WHERE {filtered("r.row_id")} LIMIT %s
+        ), theta AS MATERIALIZED (
+            -- fewer than k: the answer cannot be proved, and nothing is worth completing
+            SELECT CASE WHEN count(*) >= %s THEN min(score) ELSE 'infinity' END AS theta, count(*) AS found
+              FROM top_partial
+        ), promising AS MATERIALIZED (
+            SELECT r.* FROM ranked AS r, theta
+             WHERE r.upper > r.score AND r.upper >= theta.theta
+             ORDER BY r.upper DESC, r.row_id
+        ), incomplete AS MATERIALIZED (
+            -- rows whose missing terms could still lift them to the k-th partial score, most promising
+            -- first, the filter checked as they come; at most 4k of them (more: the answer is not proved)
+            SELECT r.* FROM promising AS r
+             WHERE r.row_id IN (SELECT row_id FROM top_partial) OR {filtered("r.row_id")}
+             LIMIT {4 * limit + 1}
+        ), completion AS (
+            -- their missing terms' postings, each read by primary key
+            SELECT i.row_id, sum(b.weight * {term_factor}) AS score, array_agg(b.lexeme) AS matched_terms,
+                   count(*) FILTER (WHERE b.english) AS english_matched
+              FROM incomplete AS i
+              JOIN bounds AS b ON b.bound > 0 AND NOT b.lexeme = ANY(i.matched_terms)
+              CROSS JOIN LATERAL (
+                   SELECT ({weighted_tf}) AS tf, ({weighted_len}) AS len FROM lessons_keyword_posting AS p
+                    WHERE p.kind = %s AND p.row_id = i.row_id AND p.lexeme = b.lexeme
+                    LIMIT 1  -- one row by primary key; the LIMIT also keeps the planner from flattening
+              ) AS p
+              CROSS JOIN stats
+             WHERE p.tf > 0
+             GROUP BY i.row_id
+        ), final AS (
+            SELECT r.row_id, r.score + coalesce(c.score, 0) AS score,
+                   r.matched_terms || coalesce(c.matched_terms, '{{}}') AS matched_terms,
+                   r.english_matched + coalesce(c.english_matched, 0) AS english_matched
+              FROM (SELECT * FROM top_partial UNION SELECT * FROM incomplete) AS r
+              LEFT JOIN completion AS c ON c.row_id = r.row_id
+        ), verdict AS MATERIALIZED (
+            -- no row outside the heads can pass the k-th: each scores at most the bounds' sum
+            SELECT coalesce((SELECT current FROM reference), false)
+                   AND (NOT EXISTS (SELECT 1 FROM bounds WHERE bound > 0)
+                        OR ((SELECT found FROM theta) >= %s
+                            AND (SELECT count(*) FROM incomplete) <= {4 * limit}
+                            AND (SELECT sum(bound) FROM bounds) <= (SELECT theta FROM theta))) AS certain
+        ), answer AS (
+            SELECT final.row_id AS id, final.score, final.matched_terms, {outputs}, verdict.certain
+              FROM final CROSS JOIN verdict
+             ORDER BY final.score DESC, final.row_id
+             LIMIT %s
+        )
+        SELECT * FROM answer
+        UNION ALL  -- an empty answer still says whether it is certain
+        SELECT NULL, NULL, NULL, NULL, NULL, false FROM verdict
+         WHERE NOT verdict.certain AND NOT EXISTS (SELECT 1 FROM answer)
     """
-    params = [query, query, kind_code, team_id, kind_code, team_id, kind_code, team_id, *filter_params, limit]
+    params = [
+        *params, kind_code, team_id, kind_code, team_id, *filter_params, limit, limit, *filter_params,
+        kind_code, limit, limit,
+    ]
     return sql, params
 
 
+def exact_fallback() -> bool:
+    """Whether an answer the heads cannot prove is replaced by the whole-list scan's."""
+    return bool(getattr(settings, "SEARCH_KEYWORD_EXACT_FALLBACK", False))
+
+
 def keyword_candidates(
-    *, kind: str, team_id: int, query: str, filter_sql: str, filter_params: list, limit: int
+    *, kind: str, team_id: int, query: str, filter_sql: str, filter_params: list, limit: int,
+    head: int | None = 0, fallback: bool | None = None,
 ) -> list[KeywordCandidate]:
-    """The best `limit` rows by BM25 among those passing the filter, best first."""
-    statement = keyword_leg_sql(
-        kind=kind, team_id=team_id, query=query, filter_sql=filter_sql, filter_params=filter_params, limit=limit
-    )
+    """The best `limit` rows by BM25 among those passing the filter, best first: from the heads
+    (`head` None: from every posting). An answer the heads cannot prove is kept, flagged
+    `certain=False`, unless `fallback` (default SEARCH_KEYWORD_EXACT_FALLBACK) asks for the scan."""
+    statement = keyword_leg_sql(kind=kind, team_id=team_id, query=query, filter_sql=filter_sql,
+                                filter_params=filter_params, limit=limit, head=head)
     if statement is None:
         return []
     with connection.cursor() as cursor:
         cursor.execute(*statement)
-        return [
-            KeywordCandidate(id=row[0], score=float(row[1]), matched_terms=sorted(row[2]), coverage=row[3])
-            for row in cursor.fetchall()
-        ]
+        rows = cursor.fetchall()
+    if fallback is None:
+        fallback = exact_fallback()
+    if head is not None and fallback and any(not row[5] for row in rows):
+        return keyword_candidates(kind=kind, team_id=team_id, query=query, filter_sql=filter_sql,
+                                  filter_params=filter_params, limit=limit, head=None)
+    return [KeywordCandidate(id=row[0], score=float(row[1]), matched_terms=sorted(row[2]), coverage=row[3],
+                             certain=row[5])
+            for row in rows if row[0] is not None]

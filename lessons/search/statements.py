@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from django.db import connection
 
 from lessons.search.exact import exact_leg_sql
-from lessons.search.keyword import keyword_leg_sql
+from lessons.search.keyword import exact_fallback, keyword_leg_sql
 from lessons.search.kinds import TIMESTAMPS, SearchKind
 from lessons.search.semantic import feedback_leg_sql, feedback_vector_sql, semantic_leg_sql, session_settings_sql
 
@@ -41,14 +41,19 @@ def field_columns(kind: SearchKind) -> list[str]:
 
 
 def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_terms: list[str],
-                      term_forms: dict[str, list[str]], limit: int, with_fields: bool) -> tuple[list[dict], dict]:
+                      term_forms: dict[str, list[str]], limit: int, with_fields: bool,
+                      head: int | None = 0) -> tuple[list[dict], dict]:
     """Statement 1: the BM25 and exact-term legs: each candidate's id, BM25 (and the query's
     attainable maximum), matched terms and coverage, and its fields when no statement 2 will fetch
-    them (text mode, no model). Returns the rows and each leg's count."""
+    them (text mode, no model). Returns the rows and each leg's count.
+
+    The BM25 leg reads each term's best postings (keyword.py). When they cannot prove their answer
+    is BM25's top k, the counts say so (`keyword_unproved`), and with SEARCH_KEYWORD_EXACT_FALLBACK
+    the statement runs again over every posting (`head=None`)."""
     kind = scope.kind
     ctes: list[tuple[str, str, list]] = []
     leg = keyword_leg_sql(kind=kind.name, team_id=team_id, query=keyword_query, filter_sql=scope.filter_sql,
-                          filter_params=scope.filter_params, limit=limit)
+                          filter_params=scope.filter_params, limit=limit, head=head)
     if leg is not None:
         ctes.append(("kw_p", leg[0], leg[1]))
     if exact_terms:
@@ -63,19 +68,29 @@ def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_t
         columns.append("kw_p.score AS bm25_p, kw_p.max_score AS bm25_max, kw_p.matched_terms AS terms_p,"
                        " kw_p.coverage AS coverage_p")
     columns.extend(f"({name}.id IS NOT NULL) AS in_{name}" for name in names)
-    union = " UNION ".join(f"SELECT id FROM {name}" for name in names)
+    union = " UNION ".join(f"SELECT id FROM {name} WHERE id IS NOT NULL" for name in names)
     joins = "".join(f" LEFT JOIN {name} ON {name}.id = c.id" for name in names)
     if with_fields:
         columns[:0] = field_columns(kind)
         joins = f" JOIN {kind.table} AS t ON t.id = c.id" + joins
     else:
         columns.insert(0, "c.id")
+    # The verdict rides on a one-row table, so it arrives even when no row does.
+    verdict = "(SELECT coalesce(bool_and(certain), true) FROM kw_p)" if "kw_p" in names else "true"
     statement = (
         "WITH " + ", ".join(f"{name} AS MATERIALIZED ({sql})" for name, sql, _ in ctes)
-        + f", candidate_ids AS ({union}) SELECT {', '.join(columns)} FROM candidate_ids AS c{joins}"
+        + f", candidate_ids AS ({union}) SELECT verdict.kw_certain, found.* FROM (SELECT {verdict} AS kw_certain)"
+        + f" AS verdict LEFT JOIN (SELECT {', '.join(columns)} FROM candidate_ids AS c{joins}) AS found ON true"
     )
     rows = fetch_dicts(statement, params)
+    if head is not None and rows and not rows[0]["kw_certain"] and exact_fallback():
+        return keyword_statement(scope=scope, team_id=team_id, keyword_query=keyword_query, exact_terms=exact_terms,
+                                 term_forms=term_forms, limit=limit, with_fields=with_fields, head=None)
+    verdict_certain = not rows or rows[0]["kw_certain"]
+    rows = [row for row in rows if row["id"] is not None]
     counts = {LEG_NAMES[name]: sum(1 for row in rows if row[f"in_{name}"]) for name in names}
+    if not verdict_certain:
+        counts["keyword_unproved"] = 1
     return rows, counts
 
 

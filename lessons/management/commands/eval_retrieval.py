@@ -12,10 +12,12 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from lessons.evaluation.beir import DatasetError, read_dataset
+from lessons.evaluation.keyword_exactness import keyword_exactness
 from lessons.evaluation.graded import evaluate_graded, graded_set_load, graded_table, is_graded_set, read_graded_set
 from lessons.evaluation.loading import dataset_load, evaluation_teams_drop, scope_value
 from lessons.evaluation.runner import evaluate
 from lessons.search import FUSIONS, KINDS, MODES
+from lessons.search.engine import search_leg_limit
 
 WEIGHT_NAMES = ("semantic", "keyword", "quality")
 
@@ -65,9 +67,14 @@ class Command(BaseCommand):
         parser.add_argument("--max-queries", type=int, default=None, help="Only the first N judged queries.")
         parser.add_argument("--json", dest="json_path", default=None, help="Also write the results to PATH.")
         parser.add_argument("--drop", action="store_true", help="Delete the dataset's team(s) first.")
+        parser.add_argument(
+            "--keyword-exactness", action="store_true",
+            help="Instead of the modes: how often the keyword leg's heads give the whole-list BM25 top 10 "
+            "(searches at limit 10 and 100).",
+        )
 
     def handle(self, *args, dataset_dir, split, kind, modes, fusion, weights, scope_key, max_queries, json_path,
-               drop, **options):
+               drop, keyword_exactness=False, **options):
         if kind not in KINDS:
             raise CommandError(f"--kind: {kind!r} is not one of {', '.join(KINDS)}")
         if fusion not in FUSIONS:
@@ -77,7 +84,8 @@ class Command(BaseCommand):
         mode_list = _modes(modes)
         weight_map = _weights(weights)
         if is_graded_set(Path(dataset_dir)):
-            return self._graded(Path(dataset_dir), modes=mode_list, json_path=json_path, drop=drop)
+            return self._graded(Path(dataset_dir), modes=mode_list, json_path=json_path, drop=drop,
+                                exactness=keyword_exactness)
         try:
             dataset = read_dataset(Path(dataset_dir), split=split)
         except DatasetError as error:
@@ -109,6 +117,11 @@ class Command(BaseCommand):
             self.stderr.write(f"warning: {report.embedding_failed} document(s) have no embedding: "
                               f"{report.embedding_failure}")
 
+        if keyword_exactness:
+            queries = dataset.queries[:max_queries] if max_queries else list(dataset.queries)
+            pairs = [(teams[scope_value(query.metadata, scope_key)], query.text) for query in queries]
+            return self._exactness(pairs, kind=kind, json_path=json_path)
+
         # The engine logs every search at INFO: thousands of lines that would bury the table.
         search_logger = logging.getLogger("lessons.search")
         previous_level = search_logger.level
@@ -139,7 +152,24 @@ class Command(BaseCommand):
                 raise CommandError(f"--json: cannot write {json_path}: {error.strerror}") from error
             self.stdout.write(f"wrote {json_path}")
 
-    def _graded(self, directory: Path, *, modes: list[str], json_path: str | None, drop: bool) -> None:
+    def _exactness(self, pairs, *, kind: str, json_path: str | None) -> None:
+        payload = {}
+        for search_limit in (10, 100):
+            report = keyword_exactness(queries=pairs, kind=kind, leg_limit=search_leg_limit(search_limit))
+            self.stdout.write(f"search limit {search_limit}: {report.summary()}")
+            payload[str(search_limit)] = report.as_dict()
+        if json_path:
+            self._write_json(json_path, payload)
+
+    def _write_json(self, json_path: str, payload: dict) -> None:
+        try:
+            Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        except OSError as error:
+            raise CommandError(f"--json: cannot write {json_path}: {error.strerror}") from error
+        self.stdout.write(f"wrote {json_path}")
+
+    def _graded(self, directory: Path, *, modes: list[str], json_path: str | None, drop: bool,
+                exactness: bool = False) -> None:
         try:
             graded_set = read_graded_set(directory)
         except DatasetError as error:
@@ -151,6 +181,9 @@ class Command(BaseCommand):
         except DatasetError as error:
             raise CommandError(str(error)) from error
         self.stdout.write(f"{graded_set.name}: lessons into team {team.slug!r} ({summary})")
+        if exactness:
+            queries = [q.query for q in graded_set.graded] + [c.query for c in (*graded_set.exact, *graded_set.never)]
+            return self._exactness([(team, query) for query in queries], kind="lessons", json_path=json_path)
         search_logger = logging.getLogger("lessons.search")
         previous_level = search_logger.level
         search_logger.setLevel(logging.WARNING)

@@ -1,0 +1,172 @@
+"""The keyword leg's impact-ordered heads (lessons/search/keyword.py): the answers they prove equal
+the whole-list scan's, unproved answers are flagged (and replaced when asked), and the counters and
+impacts the heads rely on stay true through writes, drift and refreshes."""
+
+import random
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+from django.test import override_settings
+
+from lessons.models import Lesson
+from lessons.search import SearchFilters, SearchRequest, search
+from lessons.search.keyword import keyword_candidates, keyword_leg_sql
+from lessons.services.keyword_index import keyword_impacts_refresh, keyword_index_state
+from lessons.services.lessons import lesson_delete, lesson_update
+from tests.factories import LessonFactory
+
+pytestmark = pytest.mark.django_db
+
+WORDS = ("cache pool queue index shard replica lock vacuum tenant policy webhook retry token session "
+         "deploy rollback metric trace budget schema").split()
+QUERIES = ["cache", "cache pool", "queue retry webhook", "index vacuum lock shard", "tenant policy",
+           "deploy rollback metric", "session token cache", "schema"]
+
+
+def corpus(team, *, rows=120, seed=3, extra_words=0):
+    """Lessons whose titles and descriptions draw on a small vocabulary, so that every posting list
+    is longer than the small heads the tests use and term frequencies and lengths vary."""
+    rng = random.Random(seed)
+    lessons = []
+    for _ in range(rows):
+        title = " ".join(rng.choices(WORDS, k=rng.randint(1, 4)))
+        body = " ".join(rng.choices(WORDS, k=rng.randint(2, 30) + extra_words))
+        lessons.append(LessonFactory.build(team=team, title=title, description=body, recommendation="",
+                                           category="zzz"))
+    Lesson.objects.bulk_create(lessons)  # the triggers index each row all the same
+
+
+def leg(team, query, *, head, limit=10, filter_sql="t.team_id = %s", filter_params=None):
+    sql, params = keyword_leg_sql(kind="lessons", team_id=team.id, query=query, filter_sql=filter_sql,
+                                  filter_params=[team.id] if filter_params is None else filter_params,
+                                  limit=limit, head=head)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def ranking(rows):
+    return [(row[0], round(row[1], 9)) for row in rows if row[0] is not None]
+
+
+def test_a_proved_answer_is_the_whole_list_scans_top_k(team):
+    corpus(team)
+    proved_with_cut_heads = 0
+    for query in QUERIES:
+        scan = ranking(leg(team, query, head=None, limit=10))
+        for head in (12, 25, 60):
+            rows = leg(team, query, head=head, limit=10)
+            if all(row[5] for row in rows):
+                assert ranking(rows) == scan, (query, head)
+                proved_with_cut_heads += 1
+    # the shortcut was exercised, not only the whole lists: every list here is longer than 60
+    assert proved_with_cut_heads >= 8
+
+
+def test_an_unproved_answer_is_flagged_and_replaced_by_the_scan_when_asked(team):
+    corpus(team)
+    # one row may pass the filter: the heads cannot find k rows, so they cannot prove anything
+    wanted = LessonFactory(team=team, title="cache pool", description="cache", category="rare")
+    restrictive = dict(filter_sql="t.team_id = %s AND t.category = %s", filter_params=[team.id, "rare"])
+    rows = leg(team, "cache pool", head=12, **restrictive)
+    assert not any(row[5] for row in rows)
+
+    common = dict(kind="lessons", team_id=team.id, query="cache pool", limit=10, head=12, **restrictive)
+    assert [c.id for c in keyword_candidates(**common, fallback=True)] == [wanted.id]
+    kept = keyword_candidates(**common, fallback=False)
+    assert all(not c.certain for c in kept)
+
+
+def test_an_empty_unproved_answer_still_says_so(team):
+    corpus(team)
+    rows = leg(team, "cache", head=12, filter_sql="t.team_id = %s AND t.category = %s",
+               filter_params=[team.id, "nothing-has-this"])
+    assert rows == [(None, None, None, None, None, False)]
+
+
+def test_the_search_reports_an_unproved_keyword_leg(team):
+    corpus(team, rows=900)  # a search's leg reads at least 8 x 50 postings a term: lists must be longer
+    with override_settings(SEARCH_KEYWORD_HEAD=12, SEARCH_KEYWORD_EXACT_FALLBACK=False):
+        unproved = search(request=SearchRequest(team=team, query="cache pool", mode="text", limit=5,
+                                                filters=SearchFilters(categories=("rare",))))
+    assert unproved.candidates.get("keyword_unproved") == 1
+    with override_settings(SEARCH_KEYWORD_HEAD=5000):
+        proved = search(request=SearchRequest(team=team, query="cache pool", mode="text", limit=5))
+    assert "keyword_unproved" not in proved.candidates
+
+
+def test_impacts_follow_the_reference_and_drift_keeps_answers_exact(team):
+    corpus(team, rows=60)
+    corpus(team, rows=60, seed=4, extra_words=60)  # much longer rows: the average length grows
+    state = keyword_index_state(team=team, kind="lessons")
+    assert state.drift > 1.2  # impacts were written with the first row's length
+    for query in QUERIES:
+        rows = leg(team, query, head=25)
+        if all(row[5] for row in rows):
+            assert ranking(rows) == ranking(leg(team, query, head=None))
+
+    rewritten = keyword_impacts_refresh(team=team, kind="lessons")
+    assert rewritten == sum(len(Lesson.objects.get(pk=pk).search_vector.split())
+                            for pk in Lesson.objects.filter(team=team).values_list("pk", flat=True))
+    assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)
+    with connection.cursor() as cursor:  # every impact is the formula's, with today's length
+        cursor.execute(
+            """SELECT max(abs(p.impact - (tfw / (tfw + 1.2 * (1 - 0.5 + 0.5 * lenw / r.avglen)))))
+                 FROM (SELECT impact, 1.5 * tf_a + tf_b + 0.5 * tf_c + tf_d AS tfw,
+                              1.5 * len_a + len_b + 0.5 * len_c + len_d AS lenw, kind, team_id
+                         FROM lessons_keyword_posting WHERE kind = 'l' AND team_id = %s) AS p
+                 JOIN lessons_keyword_reference AS r ON r.kind = p.kind AND r.team_id = p.team_id""",
+            [team.id],
+        )
+        assert cursor.fetchone()[0] < 1e-6
+
+
+def test_changed_bm25_parameters_are_never_trusted_until_refreshed(team):
+    corpus(team, rows=40)
+    with override_settings(SEARCH_BM25={"K1": 2.0, "B": 0.75}):
+        assert not any(row[5] for row in leg(team, "cache", head=1000))  # impacts of other parameters
+        assert keyword_index_state(team=team, kind="lessons").needs_refresh(threshold=1.2)
+        call_command("refresh_keyword_impacts", "--team", team.slug, "--kind", "lessons")
+        assert all(row[5] for row in leg(team, "cache", head=1000))
+
+
+def test_counters_are_the_sums_of_their_shards_through_writes(team, other_team):
+    corpus(team, rows=30)
+    lessons = list(Lesson.objects.filter(team=team))
+    lesson_update(lesson=lessons[0], title="entirely new words")
+    lesson_delete(lesson=lessons[1])
+    Lesson.objects.filter(pk=lessons[2].pk).update(team=other_team)  # moves its postings and counts
+    with connection.cursor() as cursor:  # another writer's shard, as a second session would leave it
+        cursor.execute("""INSERT INTO lessons_keyword_stats (kind, team_id, shard, doc_count, len_a, len_b, len_c, len_d)
+                          VALUES ('l', %s, 7, 0, 0, 0, 0, 0) ON CONFLICT DO NOTHING""", [team.id])
+        for each in (team, other_team):
+            cursor.execute("SELECT sum(doc_count) FROM lessons_keyword_stats WHERE kind = 'l' AND team_id = %s",
+                           [each.id])
+            assert cursor.fetchone()[0] == Lesson.objects.filter(team=each).count()
+            cursor.execute(
+                """SELECT count(*) FROM (
+                       SELECT lexeme, count(*) AS n FROM lessons_keyword_posting
+                        WHERE kind = 'l' AND team_id = %s GROUP BY lexeme) AS p
+                   FULL JOIN (SELECT lexeme, sum(df) AS n FROM lessons_keyword_df
+                               WHERE kind = 'l' AND team_id = %s GROUP BY lexeme HAVING sum(df) <> 0) AS d
+                     USING (lexeme)
+                  WHERE p.n IS DISTINCT FROM d.n""",
+                [each.id, each.id],
+            )
+            assert cursor.fetchone()[0] == 0  # every term's df is its posting count
+
+
+def test_refresh_command_reports_what_it_did_and_refuses_bad_input(team, capsys):
+    corpus(team, rows=20)
+    corpus(team, rows=20, seed=5, extra_words=80)
+    call_command("refresh_keyword_impacts", "--team", team.slug)
+    out = capsys.readouterr().out
+    assert f"{team.slug} lessons: 40 rows, drift" in out and "refreshed 1 team index(es)" in out
+    call_command("refresh_keyword_impacts", "--team", team.slug)
+    assert "refreshed 0 team index(es)" in capsys.readouterr().out  # nothing drifted since
+    with pytest.raises(CommandError, match="--team: no team"):
+        call_command("refresh_keyword_impacts", "--team", "nobody")
+    with pytest.raises(CommandError, match="--threshold"):
+        call_command("refresh_keyword_impacts", "--threshold", "0.5")
