@@ -21,6 +21,7 @@ class KeywordIndexCheck:
     kind: str
     rows: int  # rows of `kind` in the team, earlier memory versions included (they are indexed too)
     doc_count: int  # sum of the team's stats rows
+    stats_rows: int  # one per (kind, team) today; more once the stats are sharded
     postings: int
     lexemes: int  # sum of length(search_vector): the postings there should be
     rows_without_postings: int  # rows with a non-empty vector and no posting at all
@@ -56,12 +57,13 @@ def keyword_index_check(*, kind: str, team: Team) -> KeywordIndexCheck:
         rows, doc_count, postings, lexemes, without = cursor.fetchone()
         cursor.execute(
             """
-            SELECT coalesce(sum(len_a), 0), coalesce(sum(len_b), 0), coalesce(sum(len_c), 0), coalesce(sum(len_d), 0)
+            SELECT count(*), coalesce(sum(len_a), 0), coalesce(sum(len_b), 0), coalesce(sum(len_c), 0),
+                   coalesce(sum(len_d), 0)
               FROM lessons_keyword_stats WHERE kind = %s AND team_id = %s
             """,
             [kind_code, team.pk],
         )
-        stats_lengths = [int(value) for value in cursor.fetchone()]
+        stats_rows, *stats_lengths = [int(value) for value in cursor.fetchone()]
         cursor.execute(
             f"""
             SELECT count(*) FILTER (WHERE w = 'A'), count(*) FILTER (WHERE w = 'B'),
@@ -74,8 +76,8 @@ def keyword_index_check(*, kind: str, team: Team) -> KeywordIndexCheck:
         vector_lengths = [int(value) for value in cursor.fetchone()]
 
     check = KeywordIndexCheck(
-        kind=kind, rows=rows, doc_count=int(doc_count), postings=postings, lexemes=int(lexemes),
-        rows_without_postings=without, stats_lengths=stats_lengths, vector_lengths=vector_lengths,
+        kind=kind, rows=rows, doc_count=int(doc_count), stats_rows=stats_rows, postings=postings,
+        lexemes=int(lexemes), rows_without_postings=without, stats_lengths=stats_lengths, vector_lengths=vector_lengths,
     )
     if check.doc_count != check.rows:
         check.mismatches.append(f"doc_count {check.doc_count} != rows {check.rows}")
