@@ -2,6 +2,11 @@
 insert synthetic rows through the services the API calls (`lesson_create`, `memory_create`), while
 a sampler in the parent watches what the writers wait on in `pg_stat_activity` and `pg_locks`.
 
+Two paths: "service" is the API's (full_clean, whose constraint checks are queries of their own,
+then the INSERT: about 14 statements a row); "insert" saves the same row with one INSERT, so the
+database's part (the row, its search vector, the postings and the team's stats row) dominates and
+a queue on the stats row is not hidden behind Python time.
+
 Processes, not threads: a service call spends about as long in Python (validation, the ORM) as in
 the database, and under one GIL eight threads would queue on the interpreter, which would hide
 (or mimic) the database contention being measured. Processes are what serves the API anyway
@@ -171,7 +176,7 @@ def error_name(error: Exception) -> str:
 
 
 def run_phase(
-    *, writers: int, kind: str, team: Team, batch: int, seconds: float | None, rows: int | None, seed: str
+    *, writers: int, kind: str, path: str, team: Team, batch: int, seconds: float | None, rows: int | None, seed: str
 ) -> PhaseResult:
     """Start `writers` processes, release them together, sample their waits until they are done."""
     tag = f"bench_writes {os.getpid()} {seed}"
@@ -183,7 +188,7 @@ def run_phase(
         context.Process(
             target=_writer_main,
             kwargs={
-                "number": number, "kind": kind, "team_id": team.pk, "batch": batch, "seconds": seconds,
+                "number": number, "kind": kind, "path": path, "team_id": team.pk, "batch": batch, "seconds": seconds,
                 "rows": rows, "seed": f"{seed}-{number}", "application_name": f"{tag} w{number}",
                 "start_line": start_line, "results": results,
             },
@@ -229,7 +234,7 @@ def _collect(*, processes, results, expected: int) -> list[WriterResult]:
 
 
 def _writer_main(
-    *, number: int, kind: str, team_id: int, batch: int, seconds: float | None, rows: int | None, seed: str,
+    *, number: int, kind: str, path: str, team_id: int, batch: int, seconds: float | None, rows: int | None, seed: str,
     application_name: str, start_line, results,
 ) -> None:
     result = WriterResult(writer=number)
@@ -238,7 +243,7 @@ def _writer_main(
         settings_dict = connections["default"].settings_dict
         settings_dict["OPTIONS"] = {**settings_dict.get("OPTIONS", {}), "application_name": application_name}
         rng = random.Random(seed)
-        write = _write_lesson if kind == "lessons" else _write_memory
+        write = WRITERS[kind][path]
         with embeddings_deferred():
             team = Team.objects.get(pk=team_id)  # connects before the start, not on the clock
             start_line.wait(timeout=START_TIMEOUT)
@@ -273,36 +278,58 @@ def _writer_main(
     results.put(result)
 
 
-def _write_lesson(*, team: Team, rng: random.Random) -> Lesson:
+def _lesson_fields(rng: random.Random) -> dict:
+    """Already in the services' normal form (trimmed, lowercase terms), so both paths store the same."""
     topic, tag, fact = rng.choice(TOPICS)
     tech = rng.sample(TECH, rng.randint(1, 3))
     place = rng.choice(PLACES)
-    return lesson_create(
-        team=team,
-        title=f"{rng.choice(VERBS)} {topic} {place} ({tech[0]})",
-        description=f"On a {rng.choice(PROJECTS)} project using {', '.join(tech)}, {topic} {place} "
+    return {
+        "title": f"{rng.choice(VERBS)} {topic} {place} ({tech[0]})",
+        "description": f"On a {rng.choice(PROJECTS)} project using {', '.join(tech)}, {topic} {place} "
         f"led to {rng.choice(OUTCOMES)}: {fact}.",
-        recommendation=f"{rng.choice(VERBS)} {topic} early; {fact}.",
-        category=rng.choice(CATEGORIES),
-        confidence=round(rng.uniform(0.3, 1.0), 2),
-        tech_stacks=tech,
-        project_types=[rng.choice(PROJECTS)],
-        tags=[MARKER, tag],
-    )
+        "recommendation": f"{rng.choice(VERBS)} {topic} early; {fact}.",
+        "category": rng.choice(CATEGORIES),
+        "confidence": round(rng.uniform(0.3, 1.0), 2),
+        "tech_stacks": tech,
+        "project_types": [rng.choice(PROJECTS)],
+        "tags": [MARKER, tag],
+    }
 
 
-def _write_memory(*, team: Team, rng: random.Random) -> Memory:
+def _memory_fields(rng: random.Random) -> dict:
     topic, _, fact = rng.choice(TOPICS)
     person = rng.choice(PEOPLE)
-    return memory_create(
-        team=team,
-        content=f"{person} talked about {topic} {rng.choice(PLACES)}",
-        details=f"{person} said that {fact}, after {rng.choice(OUTCOMES)} on a {rng.choice(PROJECTS)} project.",
-        categories=[MARKER, rng.choice(MEMORY_CATEGORIES)],
-        importance=rng.randint(1, 10),
-        people=[person],
-        emotions=[rng.choice(EMOTIONS)],
-    )
+    return {
+        "content": f"{person} talked about {topic} {rng.choice(PLACES)}",
+        "details": f"{person} said that {fact}, after {rng.choice(OUTCOMES)} on a {rng.choice(PROJECTS)} project.",
+        "categories": [MARKER, rng.choice(MEMORY_CATEGORIES)],
+        "importance": rng.randint(1, 10),
+        "people": [person],
+        "emotions": [rng.choice(EMOTIONS)],
+    }
+
+
+def _insert(model: type, fields_for):
+    def write(*, team: Team, rng: random.Random):
+        row = model(team=team, **fields_for(rng))
+        row.save()  # one INSERT: no validation queries, so the database's own work dominates
+        return row
+
+    return write
+
+
+# kind -> path -> write(team=, rng=). "service" is the API's path; "insert" is the bare row.
+WRITERS = {
+    "lessons": {
+        "service": lambda *, team, rng: lesson_create(team=team, **_lesson_fields(rng)),
+        "insert": _insert(Lesson, _lesson_fields),
+    },
+    "memories": {
+        "service": lambda *, team, rng: memory_create(team=team, **_memory_fields(rng)),
+        "insert": _insert(Memory, _memory_fields),
+    },
+}
+PATHS = ("service", "insert")
 
 
 def delete_benchmark_rows(*, kind: str, team: Team) -> int:
@@ -318,7 +345,7 @@ def delete_benchmark_rows(*, kind: str, team: Team) -> int:
 # Writers waiting on a heavyweight lock, and which relation it is about: a row lock waiter holds
 # (or waits for) a `tuple` lock on the row's relation while it waits for the holder's
 # transactionid; a relation extension waiter waits on an `extend` lock of the relation.
-XID_ONLY = "(xid wait, no relation lock)"
+XID_ONLY = "xid only (no relation lock)"
 SAMPLE_SQL = """
 WITH relation_locks AS MATERIALIZED (
     SELECT pid, relation::regclass::text AS relation

@@ -59,7 +59,7 @@ def test_compare_runs_one_writer_first_and_keep_leaves_the_rows_unembedded(tmp_p
     figures_path = tmp_path / "figures.json"
     call_command(
         "bench_writes", writers=2, rows=5, kind="memories", batch=2, compare=True, keep=True, team="bench-memories",
-        json_path=str(figures_path), stdout=StringIO(), stderr=StringIO(),
+        path="insert", json_path=str(figures_path), stdout=StringIO(), stderr=StringIO(),
     )
     figures = json.loads(figures_path.read_text())
     assert [phase["writers"] for phase in figures["phases"]] == [1, 2]
@@ -68,6 +68,7 @@ def test_compare_runs_one_writer_first_and_keep_leaves_the_rows_unembedded(tmp_p
     assert [phase["transactions"] for phase in figures["phases"]] == [3, 6]
     assert figures["scaling"]["writers"] == 2 and figures["scaling"]["ratio"] > 0
     assert figures["consistency"]["ok"] and figures["consistency"]["rows"] == 15
+    assert figures["path"] == "insert" and figures["machine"]["cpus"] >= 1
     assert figures["cleanup"] == {"kept": True, "deleted": 0, "check": None}
     kept = Memory.objects.filter(team__slug="bench-memories")
     assert kept.count() == 15
@@ -84,6 +85,7 @@ def test_compare_runs_one_writer_first_and_keep_leaves_the_rows_unembedded(tmp_p
         ({"seconds": 1, "rows": 5}, "not both"),
         ({"batch": 0}, "--batch must be at least 1"),
         ({"kind": "notes"}, "--kind must be one of lessons, memories"),
+        ({"path": "copy"}, "--path must be one of service, insert"),
         ({"json_path": "/nonexistent-folder/figures.json"}, "--json: .* does not exist"),
     ],
 )

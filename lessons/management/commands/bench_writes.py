@@ -2,11 +2,11 @@
 
 Every insert into a team also updates that team's keyword statistics (migration 0002's triggers),
 so concurrent writers may queue on one row. This measures it: `--writers` processes insert
-synthetic lessons or memories through the API's services for `--seconds` (or `--rows` each), in
-transactions of `--batch` rows, while the parent samples what they wait on. It reports rows,
-inserts/s overall and per writer, p50/p95/p99 per transaction, errors by type (deadlocks,
-serialization failures) and the lock waits seen; `--compare` first runs one writer alone, for the
-scaling ratio. Then it checks that the keyword index agrees with the team's rows, and deletes the
+synthetic lessons or memories through the API's services (or, `--path insert`, as bare INSERTs)
+for `--seconds` (or `--rows` each), in transactions of `--batch` rows, while the parent samples
+what they wait on. It reports rows, inserts/s overall and per writer, p50/p95/p99 per transaction,
+errors by type (deadlocks, serialization failures) and the lock waits seen; `--compare` first runs
+one writer alone, for the scaling ratio. Then it checks that the keyword index agrees with the team's rows, and deletes the
 rows it wrote unless `--keep`. No embedding is computed or queued (see lessons.benchmarks.writes).
 Exits non-zero when the index and the rows disagree.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from lessons.benchmarks.writes import KINDS, PhaseResult, delete_benchmark_rows, run_phase
+from lessons.benchmarks.writes import KINDS, PATHS, PhaseResult, delete_benchmark_rows, run_phase
 from lessons.selectors.keyword_index import keyword_index_check
 from lessons.services.teams import TeamError, team_get_or_create
 
@@ -54,6 +54,10 @@ class Command(BaseCommand):
         parser.add_argument("--team", default="bench-writes", help="Throwaway team (created if missing; bench-writes).")
         parser.add_argument("--kind", default="lessons", help="lessons or memories (lessons).")
         parser.add_argument("--batch", type=int, default=1, help="Rows per transaction (1, as the API writes).")
+        parser.add_argument(
+            "--path", default="service",
+            help="service: the API's lesson_create / memory_create (default); insert: one bare INSERT a row.",
+        )
         parser.add_argument("--compare", action="store_true", help="Run 1 writer first and report the scaling.")
         parser.add_argument("--keep", action="store_true", help="Keep the rows the run wrote.")
         parser.add_argument("--seed", default="7", help="Seed of the synthetic rows (7).")
@@ -67,6 +71,8 @@ class Command(BaseCommand):
             raise CommandError(f"--writers must be between 1 and {MAX_WRITERS}, not {writers}")
         if kind not in KINDS:
             raise CommandError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
+        if options["path"] not in PATHS:
+            raise CommandError(f"--path must be one of {', '.join(PATHS)}, not {options['path']!r}")
         if batch < 1:
             raise CommandError(f"--batch must be at least 1, not {batch}")
         if seconds is not None and rows is not None:
@@ -91,16 +97,18 @@ class Command(BaseCommand):
             raise CommandError(f"--team: {error}") from error
 
         amount = f"{seconds:g} s" if rows is None else f"{rows} rows"
+        load_before = os.getloadavg()[0]
         self.stdout.write(
-            f"bench_writes: {kind} into team {team.slug}, {amount} per writer, {batch} row(s) per transaction, "
-            f"writer processes; embeddings deferred (no model, no task per row)"
+            f"bench_writes: {kind} into team {team.slug} via {options['path']}, {amount} per writer, "
+            f"{batch} row(s) per transaction, writer processes; embeddings deferred (no model, no task per row); "
+            f"{os.cpu_count()} CPUs, load average {load_before:.2f}"
         )
         run_id = uuid.uuid4().hex[:8]
         counts = [1, writers] if options["compare"] and writers > 1 else [writers]
         phases: list[PhaseResult] = []
         for count in counts:
             phase = run_phase(
-                writers=count, kind=kind, team=team, batch=batch, seconds=seconds, rows=rows,
+                writers=count, kind=kind, path=options["path"], team=team, batch=batch, seconds=seconds, rows=rows,
                 seed=f"{options['seed']}-{run_id}-{count}",
             )
             phases.append(phase)
@@ -127,12 +135,15 @@ class Command(BaseCommand):
 
         figures = {
             "kind": kind,
+            "path": options["path"],
             "team": team.slug,
             "batch": batch,
             "seconds": seconds,
             "rows_per_writer": rows,
             "writer_model": "processes",
             "embeddings": "deferred",
+            "machine": {"cpus": os.cpu_count(), "load_average_before": round(load_before, 2),
+                        "load_average_after": round(os.getloadavg()[0], 2)},
             "phases": [phase.as_dict() for phase in phases],
             "scaling": None if scaling is None else {"writers": writers, "ratio": round(scaling, 3)},
             "consistency": check.as_dict(),
