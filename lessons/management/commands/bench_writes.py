@@ -30,12 +30,12 @@ DEFAULT_SECONDS = 20
 
 def _json_path_problem(path: Path) -> str | None:
     if path.is_dir():
-        return "is a folder"
+        return "it is a folder"
     folder = path.parent
     if not folder.is_dir():
         return f"its folder {folder} does not exist"
     if path.exists() and not os.access(path, os.W_OK):
-        return "is not writable"
+        return "it is not writable"
     if not path.exists() and not os.access(folder, os.W_OK | os.X_OK):
         return f"its folder {folder} is not writable"
     return None
@@ -85,7 +85,7 @@ class Command(BaseCommand):
             raise CommandError(f"--rows must be at least 1, not {rows}")
         json_path = Path(options["json_path"]) if options["json_path"] else None
         if json_path is not None and (problem := _json_path_problem(json_path)):
-            raise CommandError(f"--json: {json_path} {problem}")
+            raise CommandError(f"--json: cannot write {json_path}: {problem}")
         if connection.in_atomic_block:
             raise CommandError(
                 "bench_writes cannot run inside a transaction: its writers use connections of their own "
