@@ -6,7 +6,7 @@
   lets the keyword leg read a term's best postings first and stop (lessons/search/keyword.py).
 - `lessons_keyword_df`: each term's document frequency, so idf no longer counts a posting list.
 - `lessons_keyword_stats` and `lessons_keyword_df` are sharded by the writing session
-  (pg_backend_pid() % 8): concurrent inserts into one team no longer queue on one row. Readers sum
+  (pg_backend_pid() % 16): concurrent inserts into one team no longer queue on one row. Readers sum
   the shards; a shard may go negative after deletes, the sum is what counts.
 - `lessons_keyword_refresh_impacts(kind, team, k1, b, w_a, w_b, w_c, w_d)` recomputes a team's
   impacts with its current average length (manage.py refresh_keyword_impacts). Writers hold a shared
@@ -61,9 +61,13 @@ RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     la integer; lb integer; lc integer; ld integer;
     ref lessons_keyword_reference;
-    my_shard smallint := pg_backend_pid() % 8;
+    my_shard smallint := pg_backend_pid() % 16;
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(lessons_keyword_team_lock(p_kind, p_team));
+    -- Two sessions sharing a shard take turns for the whole transaction: a multi-row transaction
+    -- would otherwise lock df rows in its rows' order and deadlock with another.
+    PERFORM pg_advisory_xact_lock(
+        hashtextextended('lessons_keyword_shard:' || p_kind::text || ':' || p_team::text || ':' || my_shard::text, 0));
     IF p_sign > 0 THEN
         SELECT coalesce(sum(t.tf_a), 0), coalesce(sum(t.tf_b), 0), coalesce(sum(t.tf_c), 0), coalesce(sum(t.tf_d), 0)
           INTO la, lb, lc, ld
@@ -80,7 +84,6 @@ BEGIN
         SELECT p_kind, p_team, p_row, t.lexeme, t.tf_a, t.tf_b, t.tf_c, t.tf_d, la, lb, lc, ld,
                lessons_keyword_impact(ref, t.tf_a, t.tf_b, t.tf_c, t.tf_d, la, lb, lc, ld)
           FROM lessons_keyword_terms(p_vector) AS t;
-        -- Lexemes in one order in every session, so two writers sharing a shard wait, not deadlock.
         INSERT INTO lessons_keyword_df AS d (kind, team_id, lexeme, shard, df)
         SELECT p_kind, p_team, t.lexeme, my_shard, 1 FROM lessons_keyword_terms(p_vector) AS t ORDER BY t.lexeme
         ON CONFLICT (kind, team_id, lexeme, shard) DO UPDATE SET df = d.df + EXCLUDED.df;
