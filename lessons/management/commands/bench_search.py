@@ -25,6 +25,7 @@ import logging
 import os
 import random
 import statistics
+from contextlib import contextmanager
 from pathlib import Path
 from time import perf_counter
 
@@ -157,7 +158,8 @@ class Command(BaseCommand):
         results = []
         for size in sizes:
             self._build(team=team, total=size, sample=sample, options=options)
-            results.append(self._measure(team=team, workload=workload, modes=modes, limit=options["limit"]))
+            with _quiet_search_log():
+                results.append(self._measure(team=team, workload=workload, modes=modes, limit=options["limit"]))
 
         if len(results) > 1:
             self._summary(results=results, modes=modes)
@@ -173,25 +175,36 @@ class Command(BaseCommand):
 
     def _build(self, *, team, total: int, sample: int | None, options) -> None:
         have = Lesson.objects.filter(team=team).count()
+        if have >= total:
+            self.stdout.write(f"\n== {total:,} lessons: the team already holds {have:,}, nothing built")
+            return
+        self.stdout.write(f"\n== {total:,} lessons: building {total - have:,} rows")
         started = perf_counter()
         if sample is None:
             self._ensure_lessons(team=team, total=total, seed=options["seed"])
             self._ensure_embedded(team=team, batch_size=options["batch_size"])
+            self._timed("rows written and embedded by the model", total - have, started)
         else:
             self._ensure_lessons(team=team, total=sample, seed=options["seed"], topics_in_turn=True)
-            self._ensure_embedded(team=team, batch_size=options["batch_size"])
+            embedded = self._ensure_embedded(team=team, batch_size=options["batch_size"])
+            if embedded:
+                self._timed("rows embedded by the model (the sample, written and embedded)", embedded, started)
+            nearby_start = Lesson.objects.filter(team=team).count()
+            started = perf_counter()
             self._grow_nearby(team=team, total=total, seed=options["seed"], noise=options["noise"])
-        built = perf_counter() - started
-        if have >= total:
-            self.stdout.write(f"\n== {total:,} lessons: the team already holds {have:,}, nothing built")
-            return
-        self.stdout.write(f"\n== {total:,} lessons: built {total - have:,} rows in {built:.1f} s")
+            what = f"rows given a nearby vector (noise {options['noise']} a dimension), written with COPY"
+            self._timed(what, total - nearby_start, started)
         # The planner needs statistics at the new size, and index-only scans need the visibility
         # map: what autovacuum would do after a bulk load, done now so it does not run mid-measurement.
         started = perf_counter()
         with connection.cursor() as cursor:
             cursor.execute("VACUUM (ANALYZE)")
         self.stdout.write(f"VACUUM (ANALYZE) of the database: {perf_counter() - started:.1f} s")
+
+    def _timed(self, what: str, rows: int, started: float) -> None:
+        seconds = perf_counter() - started
+        rate = f" ({rows / seconds:,.0f} rows/s)" if rows and seconds else ""
+        self.stdout.write(f"  {rows:,} {what}: {seconds:.1f} s{rate}")
 
     def _ensure_lessons(self, *, team, total: int, seed: int, topics_in_turn: bool = False) -> None:
         have = Lesson.objects.filter(team=team).count()
@@ -209,10 +222,10 @@ class Command(BaseCommand):
         if batch:
             _write(batch)
 
-    def _ensure_embedded(self, *, team, batch_size: int) -> None:
+    def _ensure_embedded(self, *, team, batch_size: int) -> int:
         pending = list(Lesson.objects.filter(team=team, embedding__isnull=True).order_by("pk").values_list("pk", flat=True))
         if not pending:
-            return
+            return 0
         with tqdm(total=len(pending), desc="embedding", unit="lesson") as bar:
             for start in range(0, len(pending), batch_size):
                 items = list(Lesson.objects.filter(pk__in=pending[start : start + batch_size]).order_by("pk"))
@@ -220,6 +233,7 @@ class Command(BaseCommand):
                 if report.failure_reason:
                     raise CommandError(f"embedding failed: {report.failure_reason}")
                 bar.update(len(items))
+        return len(pending)
 
     def _grow_nearby(self, *, team, total: int, seed: int, noise: float) -> None:
         have = Lesson.objects.filter(team=team).count()
@@ -247,8 +261,6 @@ class Command(BaseCommand):
     # --- measuring ------------------------------------------------------------------------------
 
     def _measure(self, *, team, workload: list[SearchRequest], modes: list[str], limit: int) -> dict:
-        # One log line per search would bury the table (and cost a little time per search).
-        logging.getLogger("lessons.search").setLevel(logging.WARNING)
         for request in workload[:WARM_UP]:  # warm-up: model, connection, caches
             search(request=request)
 
@@ -374,6 +386,18 @@ def _percentile(values: list[float], percent: int) -> float:
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[percent - 1]
+
+
+@contextmanager
+def _quiet_search_log():
+    """One log line per search would bury the table (and cost a little time per search)."""
+    logger = logging.getLogger("lessons.search")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _parse_sizes(value) -> list[int]:
