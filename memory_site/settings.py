@@ -27,7 +27,7 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhos
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "memory_site.apps.AdminConfig",  # django.contrib.admin, its modules loaded with the URLconf
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
