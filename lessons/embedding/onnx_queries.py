@@ -24,6 +24,7 @@ import os
 import tempfile
 import threading
 import warnings
+from concurrent.futures import Future
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -140,9 +141,44 @@ def _verify(path: Path) -> None:
         pass
 
 
+_early_loads: dict[tuple[str, str, int], Future] = {}
+_early_loads_lock = threading.Lock()
+
+
+def load_encoder_early(*, model_dir: Path, path: Path, threads: int) -> None:
+    """Start `load_encoder` on a daemon thread now; the next `load_encoder` call with the same
+    arguments takes its result (or its exception). `manage.py search` calls it before Django's
+    apps are ready: the load (~0.3 s, mostly ONNX Runtime's C++, which releases the GIL) then runs
+    on the other core while Django imports its apps, instead of after them."""
+    key = (str(model_dir), str(path), threads)
+    future: Future = Future()
+    with _early_loads_lock:
+        if key in _early_loads:
+            return
+        _early_loads[key] = future
+
+    def run():
+        try:
+            future.set_result(_load_encoder(model_dir=Path(model_dir), path=Path(path), threads=threads))
+        except BaseException as error:  # handed to the caller of load_encoder, as if it had loaded
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="onnx-early-load", daemon=True).start()
+
+
 def load_encoder(*, model_dir: Path, path: Path, threads: int, verify_checksum: bool = True) -> OnnxEncoder:
     """Load the exported graph with ONNX Runtime (no torch). Raises OnnxGraphError when the graph
     or its manifest is missing, or the file's SHA-256 differs from the one stored at export."""
+    if verify_checksum:
+        with _early_loads_lock:
+            early = _early_loads.pop((str(model_dir), str(path), threads), None)
+        if early is not None:
+            return early.result()
+    return _load_encoder(model_dir=Path(model_dir), path=Path(path), threads=threads,
+                         verify_checksum=verify_checksum)
+
+
+def _load_encoder(*, model_dir: Path, path: Path, threads: int, verify_checksum: bool = True) -> OnnxEncoder:
     import onnxruntime
 
     path = Path(path)

@@ -124,3 +124,17 @@ def test_the_command_line_search_imports_only_what_a_query_needs(demo_team):
     assert "mode hybrid" in result.stdout and "lesson-" in result.stdout  # a real search answered
     (report,) = [line for line in result.stderr.splitlines() if line.startswith("IMPORTED ")]
     assert json.loads(report.removeprefix("IMPORTED ")) == []
+
+
+def test_manage_py_starts_loading_the_encoder_the_backend_will_ask_for(monkeypatch):
+    """manage.py computes the graph's paths before the apps are ready; they must be the backend's."""
+    import manage
+    from lessons.embedding import get_embedding_backend, onnx_queries
+
+    started = []
+    monkeypatch.setattr(onnx_queries, "load_encoder_early", lambda **kwargs: started.append(kwargs))
+    manage.start_query_encoder_early(["manage.py", "search", "anything", "--mode", "text"])
+    assert started == []  # a text search encodes nothing
+    manage.start_query_encoder_early(["manage.py", "search", "anything", "--team", "acme"])
+    backend = get_embedding_backend()
+    assert started == [{"model_dir": backend.model_dir, "path": backend.onnx_path, "threads": backend.query_threads}]
