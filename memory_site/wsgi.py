@@ -2,9 +2,13 @@ import os
 
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
+from django.urls import get_resolver
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
 application = get_wsgi_application()
+# The URLconf (the API, and the admin modules it discovers) loads now rather than in the first
+# request.
+get_resolver().url_patterns  # noqa: B018
 
 # The model loads lazily; a server starts loading it at once (runserver serves through this
 # module too), so the first search does not wait for it. EMBEDDING_WARM_UP=0 turns that off.

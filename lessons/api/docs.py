@@ -16,8 +16,9 @@ import json
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from ninja import NinjaAPI
-from ninja.openapi.docs import Swagger, _csrf_needed, render_template
+from ninja.openapi.docs import Swagger, _csrf_needed
 
 from lessons.api.auth import TEAM_HEADER, TEAM_QUERY_PARAMETER
 from lessons.selectors.admin_search import admin_teams, evaluation_team_q
@@ -63,7 +64,9 @@ class StaffSwagger(Swagger):
             "initial_team": "demo" if "demo" in teams else (teams[0] if teams and not teams[0].startswith("eval-") else ""),
             "team_header": TEAM_HEADER,
         }
-        return render_template(request, self.template, self.template_cdn, context)
+        # Always the local page: ninja's own `render_template` would pick its CDN page, as ninja is
+        # not an installed app (settings list its templates and static files instead).
+        return render(request, self.template, context)
 
 
 class MemoryStoreAPI(NinjaAPI):

@@ -1,8 +1,13 @@
 import json
+import os
+import subprocess
+import sys
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from lessons.models import Lesson
 from lessons.search import SearchRequest, search, search_response_as_dict
@@ -80,3 +85,56 @@ def test_bad_options_are_command_errors(team, lessons, args, field):
 def test_unknown_team(db):
     with pytest.raises(CommandError, match="--team"):
         run("anything", "--team", "nobody")
+
+
+# What `manage.py search` must not import: torch and the model's Python stack (the query is encoded
+# by ONNX Runtime), the MCP SDK, django-ninja with pydantic and django.test (the API), and the admin
+# modules (the curation console). Each cost a CLI search tenths of a second (README, Fast CLI).
+NOT_ON_THE_CLI_PATH = (
+    "torch", "transformers", "sentence_transformers", "mcp", "lessons.mcp_server", "ninja", "pydantic",
+    "django.test", "jinja2", "lessons.api", "lessons.admin",
+)
+EXIT_REPORT = (
+    "import atexit, json, runpy, sys\n"
+    "heavy = {heavy!r}\n"
+    "atexit.register(lambda: sys.stderr.write('IMPORTED ' + json.dumps(sorted(\n"
+    "    name for name in heavy if name in sys.modules)) + '\\n'))\n"
+    "sys.argv = ['manage.py', *sys.argv[1:]]\n"
+    "runpy.run_path('manage.py', run_name='__main__')\n"
+)
+
+
+def test_the_command_line_search_imports_only_what_a_query_needs(demo_team):
+    """Run as a person runs it, in a fresh process against the test database: a hybrid search
+    (the ONNX query encoder loads), then the modules it imported are listed at exit. Not timed:
+    the timing is measured and written down in the README; this keeps the causes away."""
+    settings_dict = connection.settings_dict
+    environment = {
+        **os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "DJANGO_DEBUG": "1",
+        # The test database of this run (an empty host: libpq reads the socket folder from PGHOST).
+        "DATABASE_URL": f"postgres://{settings_dict['USER']}@/{settings_dict['NAME']}",
+        "PGHOST": str(settings_dict["HOST"]), "PGPORT": str(settings_dict["PORT"]),
+    }
+    script = EXIT_REPORT.format(heavy=NOT_ON_THE_CLI_PATH)
+    result = subprocess.run(
+        [sys.executable, "-c", script, "search", "database security", "--team", demo_team.slug],
+        cwd=Path(__file__).resolve().parents[2], env=environment, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "mode hybrid" in result.stdout and "lesson-" in result.stdout  # a real search answered
+    (report,) = [line for line in result.stderr.splitlines() if line.startswith("IMPORTED ")]
+    assert json.loads(report.removeprefix("IMPORTED ")) == []
+
+
+def test_manage_py_starts_loading_the_encoder_the_backend_will_ask_for(monkeypatch):
+    """manage.py computes the graph's paths before the apps are ready; they must be the backend's."""
+    import manage
+    from lessons.embedding import get_embedding_backend, onnx_queries
+
+    started = []
+    monkeypatch.setattr(onnx_queries, "load_encoder_early", lambda **kwargs: started.append(kwargs))
+    manage.start_query_encoder_early(["manage.py", "search", "anything", "--mode", "text"])
+    assert started == []  # a text search encodes nothing
+    manage.start_query_encoder_early(["manage.py", "search", "anything", "--team", "acme"])
+    backend = get_embedding_backend()
+    assert started == [{"model_dir": backend.model_dir, "path": backend.onnx_path, "threads": backend.query_threads}]

@@ -139,3 +139,21 @@ def test_an_unknown_runtime_is_a_configuration_error():
         SentenceTransformerBackend(query_runtime="tensorflow")
     with pytest.raises(ImproperlyConfigured, match="DOCUMENT_RUNTIME"):
         SentenceTransformerBackend(document_runtime="tensorflow")
+
+
+def test_an_early_load_is_taken_by_the_next_load_with_the_same_arguments(backend, exported, monkeypatch):
+    loads = []
+    real = onnx_queries._load_encoder
+    monkeypatch.setattr(onnx_queries, "_load_encoder", lambda **kwargs: loads.append(kwargs) or real(**kwargs))
+    onnx_queries.load_encoder_early(model_dir=backend.model_dir, path=exported.path, threads=1)
+    encoder = load_encoder(model_dir=backend.model_dir, path=exported.path, threads=1)
+    assert len(loads) == 1 and encoder.encode(TEXTS[:1]).shape == (1, 384)
+    load_encoder(model_dir=backend.model_dir, path=exported.path, threads=1)  # taken once: this one loads
+    assert len(loads) == 2
+
+
+def test_an_early_load_hands_its_error_to_the_next_load(backend, tmp_path):
+    missing = tmp_path / "missing.onnx"
+    onnx_queries.load_encoder_early(model_dir=backend.model_dir, path=missing, threads=1)
+    with pytest.raises(OnnxGraphError, match="export_onnx"):
+        load_encoder(model_dir=backend.model_dir, path=missing, threads=1)
