@@ -56,57 +56,133 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT hashtextextended('lessons_keyword:' || p_kind::text || ':' || p_team::text, 0)
 $$;
 
-CREATE OR REPLACE FUNCTION lessons_keyword_index_row(p_kind "char", p_team bigint, p_row bigint, p_vector tsvector, p_sign integer)
+CREATE TYPE lessons_keyword_row AS (id bigint, team_id bigint, vector tsvector);
+
+CREATE FUNCTION lessons_keyword_lengths(vector tsvector)
+RETURNS TABLE (la integer, lb integer, lc integer, ld integer)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(sum(t.tf_a), 0)::integer, coalesce(sum(t.tf_b), 0)::integer,
+           coalesce(sum(t.tf_c), 0)::integer, coalesce(sum(t.tf_d), 0)::integer
+      FROM lessons_keyword_terms(vector) AS t
+$$;
+
+-- One call per statement (a COPY of 100,000 rows included): rows leave the index, rows enter it.
+-- Set-based, so each term's df and each team's counters change once per statement, not once per
+-- row: updating one row 100,000 times in a transaction walks an ever longer chain of versions.
+CREATE FUNCTION lessons_keyword_apply(p_kind "char", p_removed lessons_keyword_row[], p_added lessons_keyword_row[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    la integer; lb integer; lc integer; ld integer;
-    ref lessons_keyword_reference;
     my_shard smallint := pg_backend_pid() % 16;
+    each_team bigint;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(lessons_keyword_team_lock(p_kind, p_team));
-    -- Two sessions sharing a shard take turns for the whole transaction: a multi-row transaction
-    -- would otherwise lock df rows in its rows' order and deadlock with another.
-    PERFORM pg_advisory_xact_lock(
-        hashtextextended('lessons_keyword_shard:' || p_kind::text || ':' || p_team::text || ':' || my_shard::text, 0));
-    IF p_sign > 0 THEN
-        SELECT coalesce(sum(t.tf_a), 0), coalesce(sum(t.tf_b), 0), coalesce(sum(t.tf_c), 0), coalesce(sum(t.tf_d), 0)
-          INTO la, lb, lc, ld
-          FROM lessons_keyword_terms(p_vector) AS t;
-        SELECT * INTO ref FROM lessons_keyword_reference WHERE kind = p_kind AND team_id = p_team;
-        IF NOT FOUND THEN
-            INSERT INTO lessons_keyword_reference (kind, team_id, avglen, k1, b, w_a, w_b, w_c, w_d)
-            VALUES (p_kind, p_team, greatest(1.5 * la + lb + 0.5 * lc + ld, 1), 1.2, 0.5, 1.5, 1.0, 0.5, 1.0)
-            ON CONFLICT DO NOTHING;
-            SELECT * INTO ref FROM lessons_keyword_reference WHERE kind = p_kind AND team_id = p_team;
-        END IF;
-        INSERT INTO lessons_keyword_posting
-               (kind, team_id, row_id, lexeme, tf_a, tf_b, tf_c, tf_d, len_a, len_b, len_c, len_d, impact)
-        SELECT p_kind, p_team, p_row, t.lexeme, t.tf_a, t.tf_b, t.tf_c, t.tf_d, la, lb, lc, ld,
-               lessons_keyword_impact(ref, t.tf_a, t.tf_b, t.tf_c, t.tf_d, la, lb, lc, ld)
-          FROM lessons_keyword_terms(p_vector) AS t;
-        INSERT INTO lessons_keyword_df AS d (kind, team_id, lexeme, shard, df)
-        SELECT p_kind, p_team, t.lexeme, my_shard, 1 FROM lessons_keyword_terms(p_vector) AS t ORDER BY t.lexeme
-        ON CONFLICT (kind, team_id, lexeme, shard) DO UPDATE SET df = d.df + EXCLUDED.df;
-    ELSE
-        -- What was counted is what the postings say, whatever the old vector holds.
-        SELECT coalesce(max(p.len_a), 0), coalesce(max(p.len_b), 0), coalesce(max(p.len_c), 0),
-               coalesce(max(p.len_d), 0)
-          INTO la, lb, lc, ld
-          FROM lessons_keyword_posting AS p WHERE p.kind = p_kind AND p.row_id = p_row;
+    FOR each_team IN
+        SELECT DISTINCT r.team_id FROM (SELECT team_id FROM unnest(p_removed)
+                                        UNION SELECT team_id FROM unnest(p_added)) AS r ORDER BY 1
+    LOOP
+        -- A refresh of the team's impacts waits for writers, and writers for it (keyword_impacts_refresh).
+        PERFORM pg_advisory_xact_lock_shared(lessons_keyword_team_lock(p_kind, each_team));
+        -- Two sessions sharing a shard take turns for the whole transaction: a multi-statement
+        -- transaction would otherwise lock df rows in its own order and could deadlock with another.
+        PERFORM pg_advisory_xact_lock(
+            hashtextextended('lessons_keyword_shard:' || p_kind::text || ':' || each_team::text || ':' || my_shard::text, 0));
+    END LOOP;
+
+    IF cardinality(p_removed) > 0 THEN
         WITH gone AS (
-            DELETE FROM lessons_keyword_posting WHERE kind = p_kind AND row_id = p_row RETURNING team_id, lexeme
+            DELETE FROM lessons_keyword_posting AS p USING unnest(p_removed) AS r
+             WHERE p.kind = p_kind AND p.row_id = r.id
+            RETURNING p.team_id, p.lexeme
         )
         INSERT INTO lessons_keyword_df AS d (kind, team_id, lexeme, shard, df)
-        SELECT p_kind, gone.team_id, gone.lexeme, my_shard, -1 FROM gone ORDER BY gone.lexeme
+        SELECT p_kind, gone.team_id, gone.lexeme, my_shard, -count(*) FROM gone
+         GROUP BY gone.team_id, gone.lexeme ORDER BY gone.team_id, gone.lexeme
         ON CONFLICT (kind, team_id, lexeme, shard) DO UPDATE SET df = d.df + EXCLUDED.df;
+
+        INSERT INTO lessons_keyword_stats AS s (kind, team_id, shard, doc_count, len_a, len_b, len_c, len_d)
+        SELECT p_kind, r.team_id, my_shard, -count(*), -sum(l.la), -sum(l.lb), -sum(l.lc), -sum(l.ld)
+          FROM unnest(p_removed) AS r CROSS JOIN LATERAL lessons_keyword_lengths(r.vector) AS l
+         GROUP BY r.team_id ORDER BY r.team_id
+        ON CONFLICT (kind, team_id, shard) DO UPDATE
+           SET doc_count = s.doc_count + EXCLUDED.doc_count,
+               len_a = s.len_a + EXCLUDED.len_a, len_b = s.len_b + EXCLUDED.len_b,
+               len_c = s.len_c + EXCLUDED.len_c, len_d = s.len_d + EXCLUDED.len_d;
     END IF;
-    INSERT INTO lessons_keyword_stats AS s (kind, team_id, shard, doc_count, len_a, len_b, len_c, len_d)
-    VALUES (p_kind, p_team, my_shard, p_sign, p_sign * la, p_sign * lb, p_sign * lc, p_sign * ld)
-    ON CONFLICT (kind, team_id, shard) DO UPDATE
-       SET doc_count = s.doc_count + EXCLUDED.doc_count,
-           len_a = s.len_a + EXCLUDED.len_a, len_b = s.len_b + EXCLUDED.len_b,
-           len_c = s.len_c + EXCLUDED.len_c, len_d = s.len_d + EXCLUDED.len_d;
+
+    IF cardinality(p_added) > 0 THEN
+        -- A team's first rows set its reference length (the defaults of lessons/search/keyword.py).
+        INSERT INTO lessons_keyword_reference (kind, team_id, avglen, k1, b, w_a, w_b, w_c, w_d)
+        SELECT p_kind, a.team_id, greatest(avg(1.5 * l.la + l.lb + 0.5 * l.lc + l.ld), 1), 1.2, 0.5, 1.5, 1.0, 0.5, 1.0
+          FROM unnest(p_added) AS a CROSS JOIN LATERAL lessons_keyword_lengths(a.vector) AS l
+         WHERE NOT EXISTS (SELECT 1 FROM lessons_keyword_reference AS r WHERE r.kind = p_kind AND r.team_id = a.team_id)
+         GROUP BY a.team_id
+        ON CONFLICT DO NOTHING;
+
+        WITH terms AS MATERIALIZED (
+            SELECT a.id, a.team_id, t.lexeme, t.tf_a, t.tf_b, t.tf_c, t.tf_d
+              FROM unnest(p_added) AS a CROSS JOIN LATERAL lessons_keyword_terms(a.vector) AS t
+        ), lengths AS MATERIALIZED (
+            SELECT a.id, a.team_id, coalesce(sum(t.tf_a), 0)::integer AS la, coalesce(sum(t.tf_b), 0)::integer AS lb,
+                   coalesce(sum(t.tf_c), 0)::integer AS lc, coalesce(sum(t.tf_d), 0)::integer AS ld
+              FROM unnest(p_added) AS a LEFT JOIN terms AS t ON t.id = a.id
+             GROUP BY a.id, a.team_id
+        ), posted AS (
+            INSERT INTO lessons_keyword_posting
+                   (kind, team_id, row_id, lexeme, tf_a, tf_b, tf_c, tf_d, len_a, len_b, len_c, len_d, impact)
+            SELECT p_kind, t.team_id, t.id, t.lexeme, t.tf_a, t.tf_b, t.tf_c, t.tf_d, l.la, l.lb, l.lc, l.ld,
+                   lessons_keyword_impact(r, t.tf_a, t.tf_b, t.tf_c, t.tf_d, l.la, l.lb, l.lc, l.ld)
+              FROM terms AS t JOIN lengths AS l ON l.id = t.id
+              JOIN lessons_keyword_reference AS r ON r.kind = p_kind AND r.team_id = t.team_id
+        ), counted AS (
+            INSERT INTO lessons_keyword_df AS d (kind, team_id, lexeme, shard, df)
+            SELECT p_kind, terms.team_id, terms.lexeme, my_shard, count(*) FROM terms
+             GROUP BY terms.team_id, terms.lexeme ORDER BY terms.team_id, terms.lexeme
+            ON CONFLICT (kind, team_id, lexeme, shard) DO UPDATE SET df = d.df + EXCLUDED.df
+        )
+        INSERT INTO lessons_keyword_stats AS s (kind, team_id, shard, doc_count, len_a, len_b, len_c, len_d)
+        SELECT p_kind, lengths.team_id, my_shard, count(*), sum(la), sum(lb), sum(lc), sum(ld) FROM lengths
+         GROUP BY lengths.team_id ORDER BY lengths.team_id
+        ON CONFLICT (kind, team_id, shard) DO UPDATE
+           SET doc_count = s.doc_count + EXCLUDED.doc_count,
+               len_a = s.len_a + EXCLUDED.len_a, len_b = s.len_b + EXCLUDED.len_b,
+               len_c = s.len_c + EXCLUDED.len_c, len_d = s.len_d + EXCLUDED.len_d;
+    END IF;
 END $$;
+
+CREATE FUNCTION lessons_keyword_on_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM lessons_keyword_apply(TG_ARGV[0]::"char", '{}',
+        (SELECT coalesce(array_agg(ROW(n.id, n.team_id, n.search_vector)::lessons_keyword_row), '{}') FROM new_rows AS n));
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION lessons_keyword_on_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM lessons_keyword_apply(TG_ARGV[0]::"char",
+        (SELECT coalesce(array_agg(ROW(o.id, o.team_id, o.search_vector)::lessons_keyword_row), '{}') FROM old_rows AS o), '{}');
+    RETURN NULL;
+END $$;
+
+-- Updates stay row by row (with 0002's WHEN: only a changed vector or team): most updates touch
+-- counters or embeddings, and a statement trigger would copy every updated row to find none.
+CREATE OR REPLACE FUNCTION lessons_keyword_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM lessons_keyword_apply(TG_ARGV[0]::"char",
+        ARRAY[ROW(OLD.id, OLD.team_id, OLD.search_vector)::lessons_keyword_row],
+        ARRAY[ROW(NEW.id, NEW.team_id, NEW.search_vector)::lessons_keyword_row]);
+    RETURN NULL;
+END $$;
+
+DROP TRIGGER lessons_lesson_keyword_insert_delete ON lessons_lesson;
+DROP TRIGGER lessons_memory_keyword_insert_delete ON lessons_memory;
+CREATE TRIGGER lessons_lesson_keyword_insert AFTER INSERT ON lessons_lesson
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION lessons_keyword_on_insert('l');
+CREATE TRIGGER lessons_lesson_keyword_delete AFTER DELETE ON lessons_lesson
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION lessons_keyword_on_delete('l');
+CREATE TRIGGER lessons_memory_keyword_insert AFTER INSERT ON lessons_memory
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION lessons_keyword_on_insert('m');
+CREATE TRIGGER lessons_memory_keyword_delete AFTER DELETE ON lessons_memory
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION lessons_keyword_on_delete('m');
+DROP FUNCTION lessons_keyword_index_row("char", bigint, bigint, tsvector, integer);
 
 CREATE FUNCTION lessons_keyword_refresh_impacts(p_kind "char", p_team bigint, p_k1 float8, p_b float8,
                                                 p_w_a float8, p_w_b float8, p_w_c float8, p_w_d float8)
@@ -152,7 +228,15 @@ CREATE INDEX lessons_keyword_posting_lookup
     INCLUDE (row_id, tf_a, tf_b, tf_c, tf_d, len_a, len_b, len_c, len_d);
 DROP INDEX lessons_keyword_posting_impact;
 DROP FUNCTION lessons_keyword_refresh_impacts("char", bigint, float8, float8, float8, float8, float8, float8);
-CREATE OR REPLACE FUNCTION lessons_keyword_index_row(p_kind "char", p_team bigint, p_row bigint, p_vector tsvector, p_sign integer)
+DROP TRIGGER lessons_lesson_keyword_insert ON lessons_lesson;
+DROP TRIGGER lessons_lesson_keyword_delete ON lessons_lesson;
+DROP TRIGGER lessons_memory_keyword_insert ON lessons_memory;
+DROP TRIGGER lessons_memory_keyword_delete ON lessons_memory;
+DROP FUNCTION lessons_keyword_on_insert();
+DROP FUNCTION lessons_keyword_on_delete();
+DROP FUNCTION lessons_keyword_apply("char", lessons_keyword_row[], lessons_keyword_row[]);
+DROP FUNCTION lessons_keyword_lengths(tsvector);
+CREATE FUNCTION lessons_keyword_index_row(p_kind "char", p_team bigint, p_row bigint, p_vector tsvector, p_sign integer)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     la integer; lb integer; lc integer; ld integer;
@@ -174,6 +258,23 @@ BEGIN
            len_a = s.len_a + EXCLUDED.len_a, len_b = s.len_b + EXCLUDED.len_b,
            len_c = s.len_c + EXCLUDED.len_c, len_d = s.len_d + EXCLUDED.len_d;
 END $$;
+CREATE OR REPLACE FUNCTION lessons_keyword_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    row_kind "char" := TG_ARGV[0];
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        PERFORM lessons_keyword_index_row(row_kind, OLD.team_id, OLD.id, OLD.search_vector, -1);
+    END IF;
+    IF TG_OP IN ('UPDATE', 'INSERT') THEN
+        PERFORM lessons_keyword_index_row(row_kind, NEW.team_id, NEW.id, NEW.search_vector, 1);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER lessons_lesson_keyword_insert_delete AFTER INSERT OR DELETE ON lessons_lesson
+    FOR EACH ROW EXECUTE FUNCTION lessons_keyword_sync('l');
+CREATE TRIGGER lessons_memory_keyword_insert_delete AFTER INSERT OR DELETE ON lessons_memory
+    FOR EACH ROW EXECUTE FUNCTION lessons_keyword_sync('m');
+DROP TYPE lessons_keyword_row;
 DROP FUNCTION lessons_keyword_team_lock("char", bigint);
 DROP FUNCTION lessons_keyword_impact(lessons_keyword_reference, integer, integer, integer, integer,
                                      integer, integer, integer, integer);
