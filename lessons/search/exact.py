@@ -6,22 +6,42 @@ lesson before unrelated semantic neighbours), made candidates even when neither 
 reached them.
 """
 
+import re
+
 from lessons.search.kinds import SearchKind
 
 # Only short queries form a tier: a tag, a tech stack, a title word or two.
 EXACT_TIER_MAX_TERMS = 3
+# Rows carrying the terms that the leg reads before ranking them by quality (see exact_leg_sql).
+EXACT_LEG_SCAN = 500
 
 
 def exact_leg_sql(*, kind: SearchKind, terms: list[str], forms: dict[str, list[str]], filter_sql: str,
                   filter_params: list, limit: int) -> tuple[str, list]:
     """One SELECT (id) of the rows carrying every term in one of its stored spellings."""
-    conditions, params = [], []
+    conditions, params, term_queries, query_params = [], [], [], []
     for term in terms:
         variants = sorted({*forms.get(term, [term]), term.replace("+", "")})
         alternatives = [f"t.{column} && %s::varchar[]" for column in kind.exact_arrays]
         alternatives += [f"t.{column} = ANY(%s::varchar[])" for column in kind.exact_scalars]
         conditions.append("(" + " OR ".join(alternatives) + ")")
         params.extend([variants] * len(alternatives))
-    sql = (f"SELECT t.id FROM {kind.table} AS t WHERE {filter_sql} AND {' AND '.join(conditions)}"
+        term_queries.append("(" + " || ".join(["plainto_tsquery('simple', %s)"] * len(variants)) + ")")
+        query_params.extend(variants)
+    # A superset first, on the search vector's GIN index: exact terms are indexed there in their
+    # 'simple' form, so every row carrying the terms matches. Intersecting posting lists in the index
+    # is what makes "database security" cheap when 30,000 rows carry one term and none both (the
+    # array conditions alone read every carrier of the first term).
+    if len(terms) > 1:  # one term: its own array indexes are as selective
+        tsquery = " && ".join(term_queries)
+        conditions.insert(0, f"(numnode({tsquery}) = 0 OR t.search_vector @@ ({tsquery}))")
+        params[:0] = [*query_params, *query_params]
+    # At most EXACT_LEG_SCAN rows carrying the terms are read, in no order, then ranked by quality:
+    # ordering every carrier first read 15,000 rows for a common tag at 300,000 lessons (250 ms).
+    # Past that many carriers the leg is a sample; the BM25 leg's heads still bring the best of them.
+    order_columns = sorted(set(re.findall(r"\bt\.(\w+)", kind.exact_order)) - {"id"})
+    inner_columns = ", ".join(["t.id", *(f"t.{column}" for column in order_columns)])
+    sql = (f"SELECT t.id FROM (SELECT {inner_columns} FROM {kind.table} AS t"
+           f" WHERE {filter_sql} AND {' AND '.join(conditions)} LIMIT {EXACT_LEG_SCAN}) AS t"
            f" ORDER BY {kind.exact_order} LIMIT %s")
     return sql, [*filter_params, *params, limit]
