@@ -48,7 +48,9 @@ def leg(team, query, *, head, limit=10, filter_sql="t.team_id = %s", filter_para
 
 
 def ranking(rows):
-    return [(row[0], round(row[1], 9)) for row in rows if row[0] is not None]
+    """(score, id) best first, scores rounded: the heads add a row's terms in another order than
+    the scan, so equal scores may differ in the last bits and swap two tied rows."""
+    return sorted(((round(row[1], 9), row[0]) for row in rows if row[0] is not None), key=lambda p: (-p[0], p[1]))
 
 
 def test_a_proved_answer_is_the_whole_list_scans_top_k(team):
