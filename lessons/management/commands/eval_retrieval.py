@@ -146,11 +146,7 @@ class Command(BaseCommand):
             payload = {**evaluation.as_dict(), "kind": kind, "fusion": fusion}
             if weight_map:
                 payload["weights"] = weight_map
-            try:
-                Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-            except OSError as error:
-                raise CommandError(f"--json: cannot write {json_path}: {error.strerror}") from error
-            self.stdout.write(f"wrote {json_path}")
+            self._write_json(json_path, payload)
 
     def _exactness(self, pairs, *, kind: str, json_path: str | None) -> None:
         payload = {}
@@ -194,11 +190,7 @@ class Command(BaseCommand):
         self.stdout.write(graded_table(graded_set=graded_set, results=results))
         if json_path:
             payload = {"dataset": graded_set.name, "results": {mode: r.as_dict() for mode, r in results.items()}}
-            try:
-                Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-            except OSError as error:
-                raise CommandError(f"--json: cannot write {json_path}: {error.strerror}") from error
-            self.stdout.write(f"wrote {json_path}")
+            self._write_json(json_path, payload)
 
     def _table(self, evaluation, *, kind: str, fusion: str, weights) -> str:
         setting = f"fusion {fusion}" + (f", weights {weights}" if weights else "")
