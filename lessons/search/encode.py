@@ -1,10 +1,17 @@
-"""The query encode: the primary query and, with `context`, the contextual query, in one batch.
+"""The query encode: the primary query and, with `context`, the contextual query, each on a worker
+thread of its own, at once.
 
-It runs on a worker thread (ONNX Runtime and torch release the GIL) while PostgreSQL, on the
-other core, runs statement 1 (the keyword legs).
+The encode runs while PostgreSQL, on the other core, runs statement 1 (the keyword legs). The two
+texts are not one batch: a batch pads the short primary query to the contextual query's length
+(identifiers cut into many word pieces) and took 20-22 ms p50 here, the two encoded one after the
+other 16 ms, and at once on two threads 13 ms (ONNX Runtime releases the GIL; bench_search's
+context queries, one thread a session run). In hybrid mode the second encoder thread competes with
+statement 1 for the cores; on a 200-lesson team context searches still went from 32.6/43.0 to
+29.1/37.4 ms p50/p95, and at 300,000 lessons the difference was inside the noise.
 """
 
 import logging
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from time import perf_counter
 
@@ -17,45 +24,61 @@ logger = logging.getLogger("lessons.search")
 _QUERY_ENCODER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-encoder")
 
 
-def encode_in_background(texts: list[str]) -> Future:
-    """Start the encode; the future gives (vectors, degraded reason or None, milliseconds)."""
-    return _QUERY_ENCODER.submit(_timed_encode, texts)
+class QueryEncoding:
+    """The encodes under way for one search; `result()` waits for them."""
+
+    def __init__(self, texts: list[str]):
+        self._started = perf_counter()
+        self._finished: list[float] = []
+        self._lock = threading.Lock()
+        self._futures: list[Future] = [_QUERY_ENCODER.submit(self._encode_one, text) for text in texts]
+
+    def _encode_one(self, text: str) -> np.ndarray | EmbeddingUnavailable:
+        try:
+            matrix = get_embedding_backend().embed_queries([text])
+            # an empty answer is an unusable vector (checked with the others), not an IndexError
+            return np.asarray(matrix[0] if len(matrix) else [], dtype=np.float32)
+        except EmbeddingUnavailable as error:
+            return error
+        finally:
+            with self._lock:
+                self._finished.append(perf_counter())
+
+    def result(self) -> tuple[list[np.ndarray], str | None, float]:
+        """(vectors, the degraded reason or None, milliseconds from the start to the last encode's end).
+        The contextual text failing (an encode error, a bad vector) leaves the primary alone; the
+        primary failing degrades the search."""
+        outcomes = [future.result() for future in self._futures]
+        with self._lock:
+            milliseconds = (max(self._finished, default=self._started) - self._started) * 1000.0
+        return (*_vectors(outcomes), milliseconds)
+
+
+def encode_in_background(texts: list[str]) -> QueryEncoding:
+    """Start encoding [primary] or [primary, contextual]; `.result()` gives (vectors, reason, ms)."""
+    return QueryEncoding(texts)
 
 
 def model_unavailable_reason() -> str | None:
     return get_embedding_backend().unavailable_reason
 
 
-def _timed_encode(texts: list[str]) -> tuple[list[np.ndarray], str | None, float]:
-    tick = perf_counter()
-    vectors, reason = encode_queries(texts)
-    return vectors, reason, (perf_counter() - tick) * 1000.0
-
-
-def encode_queries(texts: list[str]) -> tuple[list[np.ndarray], str | None]:
-    """[primary] or [primary, contextual] in one encode. The contextual text failing (a bad
-    vector, an encode error with two texts) leaves the primary alone; the model failing degrades."""
-    backend = get_embedding_backend()
-    reason = backend.unavailable_reason
-    if reason is not None:
-        return [], reason
-    try:
-        matrix = backend.embed_queries(texts)
-    except EmbeddingUnavailable as error:
-        if len(texts) == 1:
-            return [], str(error)
-        logger.warning("contextual query embedding failed, searching with the primary query: %s", error)
-        try:
-            matrix = backend.embed_queries(texts[:1])
-        except EmbeddingUnavailable as error_again:
-            return [], str(error_again)
-    vectors = [np.asarray(v, dtype=np.float32) for v in matrix]
-    if not vectors or not _usable(vectors[0], backend.dimensions):
+def _vectors(outcomes: list) -> tuple[list[np.ndarray], str | None]:
+    dimensions = get_embedding_backend().dimensions
+    primary, *contextual = outcomes
+    if isinstance(primary, EmbeddingUnavailable):
+        return [], str(primary)
+    if not _usable(primary, dimensions):
         return [], "the query embedding is unusable (not finite, empty or of the wrong size)"
-    if len(vectors) > 1 and not _usable(vectors[1], backend.dimensions):
-        logger.warning("contextual query embedding unusable, searching with the primary query")
-        return vectors[:1], None
-    return vectors, None
+    if contextual:
+        if isinstance(contextual[0], EmbeddingUnavailable):
+            logger.warning("contextual query embedding failed, searching with the primary query: %s", contextual[0])
+            return [primary], None
+        if not _usable(contextual[0], dimensions):
+            logger.warning("contextual query embedding unusable, searching with the primary query")
+            return [primary], None
+        return [primary, contextual[0]], None
+    return [primary], None
 
 
 def _usable(vector: np.ndarray, dimensions: int) -> bool:

@@ -38,8 +38,8 @@ its SQL, N = max(3 x limit, 50). Then:
    stack, category or title word: `nextjs`, `RLS`) come first, then by score;
 4. relevance: the (absolute) weighted score against settings.SEARCH_RELEVANCE_THRESHOLDS.
 
-Budget: one batched encode and two SQL statements (statements.py). The encode runs on a worker
-thread while statement 1 (BM25 and exact-term legs: ids and scores) runs; statement 2 runs the
+Budget: one encode per query text and two SQL statements (statements.py). The encodes (primary
+and contextual, each on a worker thread, encode.py) run while statement 1 (BM25 and exact-term legs: ids and scores) runs; statement 2 runs the
 semantic legs, drops the semantic-only candidates under the floor and fetches the fields and
 similarities of the rest. `text` mode (and a search without a model) is statement 1 alone, with
 the fields; an encode failing after statement 1 costs a second statement for the fields.

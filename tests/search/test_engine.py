@@ -1,6 +1,7 @@
 """The engine on the demo data with the real model: the seed's criteria, the budget, fallbacks."""
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -233,44 +234,65 @@ def test_context_adds_a_contextual_query_and_says_which_found_what(demo_team):
 
 
 class CountingBackend(SentenceTransformerBackend):
-    calls: list[list[str]] = []
+    calls: list[tuple[list[str], str]] = []  # (texts, the thread that encoded them)
 
     def embed_queries(self, texts):
-        CountingBackend.calls.append(list(texts))
+        CountingBackend.calls.append((list(texts), threading.current_thread().name))
         return super().embed_queries(texts)
 
 
+PRIMARY_QUERY = "payments bug"
+
+
 class ContextFailsBackend(SentenceTransformerBackend):
-    """Encodes one text; refuses two (the contextual leg's batch)."""
+    """Encodes the primary query; refuses every other text (the contextual query)."""
 
     def embed_queries(self, texts):
-        if len(texts) > 1:
-            raise EmbeddingUnavailable("batch refused")
+        if texts != [PRIMARY_QUERY]:
+            raise EmbeddingUnavailable("contextual text refused")
         return super().embed_queries(texts)
 
 
 class NaNContextBackend(SentenceTransformerBackend):
     def embed_queries(self, texts):
         vectors = super().embed_queries(texts)
-        if len(texts) > 1:
-            vectors[1] = np.nan
+        if texts != [PRIMARY_QUERY]:
+            vectors[0] = np.nan
         return vectors
 
 
+class EmptyAnswerBackend(SentenceTransformerBackend):
+    def embed_queries(self, texts):
+        return np.zeros((0, self.dimensions), dtype=np.float32)
+
+
 @override_settings(EMBEDDING_BACKEND={"BACKEND": "tests.search.test_engine.CountingBackend"})
-def test_primary_and_contextual_queries_are_one_batched_encode(demo_team):
+def test_primary_and_contextual_queries_are_encoded_at_once_on_two_threads(demo_team):
     CountingBackend.calls.clear()
-    run(demo_team, "payments bug", context="stripe.Invoice.create(customer=cid)")
-    assert len(CountingBackend.calls) == 1 and len(CountingBackend.calls[0]) == 2
+    response = run(demo_team, PRIMARY_QUERY, context="stripe.Invoice.create(customer=cid)")
+    encoded = [text for texts, _ in CountingBackend.calls for text in texts]
+    assert len(CountingBackend.calls) == 2 and len(encoded) == 2
+    assert PRIMARY_QUERY in encoded and any("Invoice" in text for text in encoded)
+    # each on a worker of its own, neither on the request's thread
+    threads = {thread for _, thread in CountingBackend.calls}
+    assert len(threads) == 2 and threading.current_thread().name not in threads
+    assert response.candidates.get("contextual_semantic", 0) > 0
     CountingBackend.calls.clear()
-    run(demo_team, "payments bug")
-    assert CountingBackend.calls == [["payments bug"]]
+    run(demo_team, PRIMARY_QUERY)
+    assert [texts for texts, _ in CountingBackend.calls] == [[PRIMARY_QUERY]]
+
+
+@override_settings(EMBEDDING_BACKEND={"BACKEND": "tests.search.test_engine.EmptyAnswerBackend"})
+def test_an_empty_answer_from_the_model_degrades_the_search_instead_of_failing(demo_team):
+    response = run(demo_team, "database security")
+    assert response.degraded and "unusable" in response.degraded_reason
+    assert response.results  # keywords and quality still answer
 
 
 @pytest.mark.parametrize("backend", ["ContextFailsBackend", "NaNContextBackend"])
 def test_contextual_leg_failing_leaves_the_primary(demo_team, backend):
     with override_settings(EMBEDDING_BACKEND={"BACKEND": f"tests.search.test_engine.{backend}"}):
-        response = run(demo_team, "payments bug", context="stripe.Invoice.create(customer=cid)")
+        response = run(demo_team, PRIMARY_QUERY, context="stripe.Invoice.create(customer=cid)")
     assert not response.degraded
     assert response.results and response.candidates["semantic"] > 0
     assert "contextual_semantic" not in response.candidates
