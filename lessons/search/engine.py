@@ -39,10 +39,11 @@ its SQL, N = max(3 x limit, 50). Then:
 4. relevance: the (absolute) weighted score against settings.SEARCH_RELEVANCE_THRESHOLDS.
 
 Budget: one encode per query text and two SQL statements (statements.py). The encodes (primary
-and contextual, each on a worker thread, encode.py) run while statement 1 (BM25 and exact-term legs: ids and scores) runs; statement 2 runs the
-semantic legs, drops the semantic-only candidates under the floor and fetches the fields and
-similarities of the rest. `text` mode (and a search without a model) is statement 1 alone, with
-the fields; an encode failing after statement 1 costs a second statement for the fields.
+and contextual, each on a worker thread, encode.py) run while statement 1 (BM25 and exact-term
+legs: ids and scores) runs; statement 2 runs the semantic legs, drops the semantic-only
+candidates under the floor and fetches the fields and similarities of the rest. `text` mode (and a
+search without a model) is statement 1 alone, with the fields; an encode failing after
+statement 1 costs a second statement for the fields.
 Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
 the most recently updated rows, `fallback="recency"`.
 """
