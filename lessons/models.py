@@ -334,6 +334,8 @@ class ApiKey(models.Model):
         ordering = ["team", "name", "-created_at"]
         verbose_name = "API key"
         constraints = [models.CheckConstraint(condition=~Q(name=""), name="api_key_name_not_empty")]
+        # every API request looks its key up by prefix among the active ones
+        indexes = [models.Index(fields=["prefix"], condition=Q(revoked_at__isnull=True), name="api_key_active_prefix")]
 
     def __str__(self):
         return f"{self.name} ({self.prefix}…)"

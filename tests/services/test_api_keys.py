@@ -2,6 +2,8 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from lessons.models import ApiKey
 from lessons.services.api_keys import api_key_authenticate, api_key_create, api_key_digest, api_key_revoke
@@ -52,3 +54,15 @@ def test_revoked_keys_no_longer_authenticate(team):
     revoked_at = ApiKey.objects.get(pk=api_key.pk).revoked_at
     api_key_revoke(api_key=api_key)  # revoking twice keeps the first time
     assert ApiKey.objects.get(pk=api_key.pk).revoked_at == revoked_at
+
+
+def test_the_lookup_of_a_key_reads_the_active_prefix_index(team):
+    _, raw_key = api_key_create(team=team, name="agent")
+    with CaptureQueriesContext(connection) as queries:
+        assert api_key_authenticate(raw_key=raw_key) is not None
+    lookup = next(q["sql"] for q in queries.captured_queries if 'FROM "lessons_apikey"' in q["sql"])
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a few rows: the planner would rightly scan them
+        cursor.execute("EXPLAIN " + lookup)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "api_key_active_prefix" in plan
