@@ -327,3 +327,11 @@ def test_worker_killed_mid_task_leaves_the_row_pending_for_the_backfill(pg, tmp_
     assert "dry run: 1 to embed, 0 already fresh" in manage("backfill_embeddings", "--dry-run", env=env).stdout
     assert "embedded: 1, already fresh: 0, failed: 0" in manage("backfill_embeddings", env=env).stdout
     assert pg.query("faults_worker", "SELECT count(*) FROM lessons_lesson WHERE embedding IS NULL") == [(0,)]
+
+    # The dead worker's task goes back to the queue, and the next worker runs it (the row is fresh
+    # by now: the task says so and changes nothing).
+    assert "would requeue 0 task(s)" in manage("requeue_stalled_tasks", "--dry-run", env=env).stdout  # 30 min
+    assert "requeued 1 task(s)" in manage("requeue_stalled_tasks", "--older-than", "0", env=env).stdout
+    assert pg.query("faults_worker", "SELECT status FROM django_tasks_database_dbtaskresult") == [("READY",)]
+    manage("db_worker", "--batch", "--no-startup-delay", env=env)
+    assert pg.query("faults_worker", "SELECT status FROM django_tasks_database_dbtaskresult") == [("SUCCESSFUL",)]

@@ -1,0 +1,40 @@
+"""`python manage.py requeue_stalled_tasks [--older-than MINUTES] [--dry-run]`: tasks a dead
+`db_worker` left RUNNING go back to READY for the next worker (lessons/services/task_queue.py says
+why that is safe). Run it after a worker was killed, or from cron."""
+
+from datetime import timedelta
+
+from django.core.management.base import BaseCommand, CommandError
+
+from lessons.services.task_queue import task_queue_is_database, task_results_requeue_stalled
+
+DEFAULT_MINUTES = 30.0
+
+
+class Command(BaseCommand):
+    help = "Put tasks RUNNING for longer than --older-than minutes (a dead worker's) back in the queue."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--older-than", type=float, default=DEFAULT_MINUTES, metavar="MINUTES",
+            help=f"minutes since a worker claimed the task (default {DEFAULT_MINUTES:g}: far longer than any "
+            "task of this project takes; 0 requeues every RUNNING task, live workers' included)",
+        )
+        parser.add_argument("--dry-run", action="store_true", help="list them, change nothing")
+
+    def handle(self, *args, older_than, dry_run, **options):
+        if older_than < 0:
+            raise CommandError(f"--older-than: minutes must be 0 or more, not {older_than:g}")
+        if not task_queue_is_database():
+            raise CommandError(
+                "tasks do not go through the database queue here (TASKS_BACKEND is not "
+                "django_tasks_db.backend.DatabaseBackend): nothing can be stalled"
+            )
+        found = task_results_requeue_stalled(older_than=timedelta(minutes=older_than), dry_run=dry_run)
+        for task in found:
+            self.stdout.write(
+                f"{task['id']}  {task['task_path']}  running since {task['started_at']:%Y-%m-%d %H:%M:%S %Z}"
+                f"  worker {', '.join(task['worker_ids']) or '?'}"
+            )
+        verb = "would requeue" if dry_run else "requeued"
+        self.stdout.write(f"{verb} {len(found)} task(s) running for more than {older_than:g} minutes")
