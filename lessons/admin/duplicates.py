@@ -2,6 +2,9 @@
 (`?team=`, `?threshold=`, `?limit=`): pairs closer than the threshold, closest first, each with
 "merge" (the curator picks which row to keep and, for lessons, whose text) and "not a duplicate"."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -47,87 +50,37 @@ def _filters(request) -> tuple[DuplicatesFilter, dict]:
     }
 
 
+@dataclass(frozen=True)
+class DuplicatesPage:
+    """What differs between the lesson and the memory page."""
+
+    kind: str  # "lesson" | "memory"
+    title: str
+    pairs: Callable  # the selector: (team, threshold, limit) -> pairs
+    rows: Callable[[list[int]], dict]  # the pair's rows by id (merge-able ones only)
+    duplicate_kind: str
+    merge: Callable  # (model_admin, request, rows, first, second, fallback) -> response
+
+
 def lesson_duplicates_view(model_admin, request):
-    require(model_admin.has_view_permission(request))
-    if request.method == "POST":
-        return _lesson_action(model_admin, request)
-    form, chosen = _filters(request)
-    team = chosen["team"]
-    pairs = lesson_duplicate_pairs(team=team, threshold=chosen["threshold"], limit=chosen["limit"]) if team else []
-    context = page_context(
-        model_admin,
-        request,
-        title="Duplicate lessons",
-        subtitle=team.name if team else None,
-        form=form,
-        team=team,
-        threshold=chosen["threshold"],
-        similarity=1 - chosen["threshold"],
-        limit=chosen["limit"],
-        pairs=pairs,
-        can_merge=model_admin.has_change_permission(request) and model_admin.has_delete_permission(request),
-        kind="lesson",
-    )
-    return TemplateResponse(request, "admin/lessons/lesson/duplicates.html", context)
-
-
-def _lesson_action(model_admin, request):
-    fallback = reverse("admin:lessons_lesson_duplicates")
-    action = request.POST.get("action")
-    first, second = post_int(request, "first"), post_int(request, "second")
-    if first is None or second is None:
-        messages.error(request, "Name the two lessons of the pair.")
-        return back_to(request, fallback)
-    lessons = Lesson.objects.filter(pk__in=[first, second]).in_bulk()
-    if len(lessons) != 2:
-        messages.error(request, "One of these lessons no longer exists; the list below is up to date.")
-        return back_to(request, fallback)
-    if action == "dismiss":
-        require(model_admin.has_change_permission(request))
-        try:
-            curation_services.duplicate_dismiss(
-                team=lessons[first].team, kind=DuplicateKind.LESSON, first_id=first, second_id=second
-            )
-        except ValidationError as error:
-            refused(request, error)
-        else:
-            messages.success(request, f"“{lessons[first]}” and “{lessons[second]}” are marked as not duplicates.")
-        return back_to(request, fallback)
-    if action == "merge":
-        require(model_admin.has_change_permission(request) and model_admin.has_delete_permission(request))
-        keep_id, text_id = post_int(request, "keep"), post_int(request, "text_from")
-        if keep_id not in lessons or text_id not in lessons:
-            messages.error(request, "Pick the lesson to keep and the lesson whose text to keep, both of this pair.")
-            return back_to(request, fallback)
-        other_id = second if keep_id == first else first
-        try:
-            kept = curation_services.lesson_merge(
-                keep=lessons[keep_id], merged=[lessons[other_id]], text_from=lessons[text_id]
-            )
-        except ValidationError as error:
-            refused(request, error)
-        else:
-            messages.success(
-                request,
-                f"Merged lesson #{other_id} into #{kept.pk} “{kept.title}”: frequency {kept.frequency}, "
-                f"confidence {kept.confidence:.2f}.",
-            )
-        return back_to(request, fallback)
-    messages.error(request, "Unknown action.")
-    return back_to(request, fallback)
+    return _duplicates_view(model_admin, request, LESSON_PAGE)
 
 
 def memory_duplicates_view(model_admin, request):
+    return _duplicates_view(model_admin, request, MEMORY_PAGE)
+
+
+def _duplicates_view(model_admin, request, page: DuplicatesPage):
     require(model_admin.has_view_permission(request))
     if request.method == "POST":
-        return _memory_action(model_admin, request)
+        return _action(model_admin, request, page)
     form, chosen = _filters(request)
     team = chosen["team"]
-    pairs = memory_duplicate_pairs(team=team, threshold=chosen["threshold"], limit=chosen["limit"]) if team else []
+    pairs = page.pairs(team=team, threshold=chosen["threshold"], limit=chosen["limit"]) if team else []
     context = page_context(
         model_admin,
         request,
-        title="Duplicate memories",
+        title=page.title,
         subtitle=team.name if team else None,
         form=form,
         team=team,
@@ -136,43 +89,88 @@ def memory_duplicates_view(model_admin, request):
         limit=chosen["limit"],
         pairs=pairs,
         can_merge=model_admin.has_change_permission(request) and model_admin.has_delete_permission(request),
-        kind="memory",
+        kind=page.kind,
     )
-    return TemplateResponse(request, "admin/lessons/memory/duplicates.html", context)
+    return TemplateResponse(request, f"admin/lessons/{page.kind}/duplicates.html", context)
 
 
-def _memory_action(model_admin, request):
-    fallback = reverse("admin:lessons_memory_duplicates")
+def _action(model_admin, request, page: DuplicatesPage):
+    """A pair's form: "dismiss" (not duplicates) or "merge"; both rows must still exist."""
+    fallback = reverse(f"admin:lessons_{page.kind}_duplicates")
     action = request.POST.get("action")
     first, second = post_int(request, "first"), post_int(request, "second")
-    memories = Memory.objects.filter(pk__in=[first or 0, second or 0], current_version__isnull=True).in_bulk()
-    if first is None or second is None or len(memories) != 2:
-        messages.error(request, "One of these memories no longer exists; the list below is up to date.")
+    if first is None or second is None:
+        messages.error(request, f"Name the two {page.kind}s of the pair.")
+        return back_to(request, fallback)
+    rows = page.rows([first, second])
+    if len(rows) != 2:
+        messages.error(request, f"One of these {page.kind}s no longer exists; the list below is up to date.")
         return back_to(request, fallback)
     if action == "dismiss":
         require(model_admin.has_change_permission(request))
         try:
             curation_services.duplicate_dismiss(
-                team=memories[first].team, kind=DuplicateKind.MEMORY, first_id=first, second_id=second
+                team=rows[first].team, kind=page.duplicate_kind, first_id=first, second_id=second
             )
         except ValidationError as error:
             refused(request, error)
         else:
-            messages.success(request, "The two memories are marked as not duplicates.")
+            messages.success(request, f"“{rows[first]}” and “{rows[second]}” are marked as not duplicates.")
         return back_to(request, fallback)
     if action == "merge":
         require(model_admin.has_change_permission(request) and model_admin.has_delete_permission(request))
-        keep_id = post_int(request, "keep")
-        if keep_id not in memories:
-            messages.error(request, "Pick the memory to keep, one of this pair.")
-            return back_to(request, fallback)
-        other_id = second if keep_id == first else first
-        try:
-            kept = curation_services.memory_merge(keep=memories[keep_id], merged=memories[other_id])
-        except ValidationError as error:
-            refused(request, error)
-        else:
-            messages.success(request, f"Merged memory #{other_id} into #{kept.pk} “{kept}”.")
-        return back_to(request, fallback)
+        return page.merge(request, rows, first, second, fallback)
     messages.error(request, "Unknown action.")
     return back_to(request, fallback)
+
+
+def _merge_lessons(request, lessons: dict, first: int, second: int, fallback: str):
+    keep_id, text_id = post_int(request, "keep"), post_int(request, "text_from")
+    if keep_id not in lessons or text_id not in lessons:
+        messages.error(request, "Pick the lesson to keep and the lesson whose text to keep, both of this pair.")
+        return back_to(request, fallback)
+    other_id = second if keep_id == first else first
+    try:
+        kept = curation_services.lesson_merge(keep=lessons[keep_id], merged=[lessons[other_id]], text_from=lessons[text_id])
+    except ValidationError as error:
+        refused(request, error)
+    else:
+        messages.success(
+            request,
+            f"Merged lesson #{other_id} into #{kept.pk} “{kept.title}”: frequency {kept.frequency}, "
+            f"confidence {kept.confidence:.2f}.",
+        )
+    return back_to(request, fallback)
+
+
+def _merge_memories(request, memories: dict, first: int, second: int, fallback: str):
+    keep_id = post_int(request, "keep")
+    if keep_id not in memories:
+        messages.error(request, "Pick the memory to keep, one of this pair.")
+        return back_to(request, fallback)
+    other_id = second if keep_id == first else first
+    try:
+        kept = curation_services.memory_merge(keep=memories[keep_id], merged=memories[other_id])
+    except ValidationError as error:
+        refused(request, error)
+    else:
+        messages.success(request, f"Merged memory #{other_id} into #{kept.pk} “{kept}”.")
+    return back_to(request, fallback)
+
+
+LESSON_PAGE = DuplicatesPage(
+    kind="lesson",
+    title="Duplicate lessons",
+    pairs=lesson_duplicate_pairs,
+    rows=lambda ids: Lesson.objects.filter(pk__in=ids).in_bulk(),
+    duplicate_kind=DuplicateKind.LESSON,
+    merge=_merge_lessons,
+)
+MEMORY_PAGE = DuplicatesPage(
+    kind="memory",
+    title="Duplicate memories",
+    pairs=memory_duplicate_pairs,
+    rows=lambda ids: Memory.objects.filter(pk__in=ids, current_version__isnull=True).in_bulk(),  # versions cannot merge
+    duplicate_kind=DuplicateKind.MEMORY,
+    merge=_merge_memories,
+)
