@@ -59,7 +59,7 @@ class DuplicatesPage:
     pairs: Callable  # the selector: (team, threshold, limit) -> pairs
     rows: Callable[[list[int]], dict]  # the pair's rows by id (merge-able ones only)
     duplicate_kind: str
-    merge: Callable  # (model_admin, request, rows, first, second, fallback) -> response
+    merge: Callable  # (request, rows, first, second, fallback) -> response
 
 
 def lesson_duplicates_view(model_admin, request):
@@ -131,7 +131,9 @@ def _merge_lessons(request, lessons: dict, first: int, second: int, fallback: st
         return back_to(request, fallback)
     other_id = second if keep_id == first else first
     try:
-        kept = curation_services.lesson_merge(keep=lessons[keep_id], merged=[lessons[other_id]], text_from=lessons[text_id])
+        kept = curation_services.lesson_merge(
+            keep=lessons[keep_id], merged=[lessons[other_id]], text_from=lessons[text_id]
+        )
     except ValidationError as error:
         refused(request, error)
     else:

@@ -11,7 +11,6 @@ statement 1 for the cores; on a 200-lesson team context searches still went from
 """
 
 import logging
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from time import perf_counter
 
@@ -29,29 +28,25 @@ class QueryEncoding:
 
     def __init__(self, texts: list[str]):
         self._started = perf_counter()
-        self._finished: list[float] = []
-        self._lock = threading.Lock()
-        self._futures: list[Future] = [_QUERY_ENCODER.submit(self._encode_one, text) for text in texts]
-
-    def _encode_one(self, text: str) -> np.ndarray | EmbeddingUnavailable:
-        try:
-            matrix = get_embedding_backend().embed_queries([text])
-            # an empty answer is an unusable vector (checked with the others), not an IndexError
-            return np.asarray(matrix[0] if len(matrix) else [], dtype=np.float32)
-        except EmbeddingUnavailable as error:
-            return error
-        finally:
-            with self._lock:
-                self._finished.append(perf_counter())
+        self._futures: list[Future] = [_QUERY_ENCODER.submit(_encode_one, text) for text in texts]
 
     def result(self) -> tuple[list[np.ndarray], str | None, float]:
         """(vectors, the degraded reason or None, milliseconds from the start to the last encode's end).
         The contextual text failing (an encode error, a bad vector) leaves the primary alone; the
         primary failing degrades the search."""
-        outcomes = [future.result() for future in self._futures]
-        with self._lock:
-            milliseconds = (max(self._finished, default=self._started) - self._started) * 1000.0
-        return (*_vectors(outcomes), milliseconds)
+        outcomes, finished = zip(*(future.result() for future in self._futures))
+        return (*_vectors(list(outcomes)), (max(finished) - self._started) * 1000.0)
+
+
+def _encode_one(text: str) -> tuple[np.ndarray | EmbeddingUnavailable, float]:
+    """One text's vector (or why it has none), and when the encode ended."""
+    try:
+        matrix = get_embedding_backend().embed_queries([text])
+        # an empty answer is an unusable vector (checked with the others), not an IndexError
+        outcome = np.asarray(matrix[0] if len(matrix) else [], dtype=np.float32)
+    except EmbeddingUnavailable as error:
+        outcome = error
+    return outcome, perf_counter()
 
 
 def encode_in_background(texts: list[str]) -> QueryEncoding:

@@ -27,8 +27,8 @@ def task_queue_is_database(*, alias: str = "default") -> bool:
 def task_results_requeue_stalled(*, older_than: timedelta, dry_run: bool = False) -> list[dict]:
     """Put tasks RUNNING since before `older_than` ago back to READY (their start time cleared,
     their worker ids kept as a record). Returns what was (or, dry run, would be) requeued:
-    id, task path, started at, worker ids. One statement, under row locks: a worker finishing a
-    task meanwhile wins (its row is no longer RUNNING when the update reads it)."""
+    id, task path, started at, worker ids. The rows are locked while they are read and requeued
+    (rows another transaction holds are skipped), so a worker cannot finish one in between."""
     cutoff = timezone.now() - older_than
     with transaction.atomic():
         stalled = DBTaskResult.objects.select_for_update(skip_locked=True).filter(
@@ -39,7 +39,7 @@ def task_results_requeue_stalled(*, older_than: timedelta, dry_run: bool = False
             for row in stalled.order_by("started_at")
         ]
         if found and not dry_run:
-            DBTaskResult.objects.filter(id__in=[row["id"] for row in found], status=TaskResultStatus.RUNNING).update(
+            DBTaskResult.objects.filter(id__in=[row["id"] for row in found]).update(
                 status=TaskResultStatus.READY, started_at=None
             )
     return found

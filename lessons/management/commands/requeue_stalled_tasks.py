@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError
 
-from lessons.services.task_queue import task_queue_is_database, task_results_requeue_stalled
+from lessons.services.task_queue import DATABASE_BACKEND, task_queue_is_database, task_results_requeue_stalled
 
 DEFAULT_MINUTES = 30.0
 
@@ -27,8 +27,8 @@ class Command(BaseCommand):
             raise CommandError(f"--older-than: minutes must be 0 or more, not {older_than:g}")
         if not task_queue_is_database():
             raise CommandError(
-                "tasks do not go through the database queue here (TASKS_BACKEND is not "
-                "django_tasks_db.backend.DatabaseBackend): nothing can be stalled"
+                f"tasks do not go through the database queue here (TASKS_BACKEND is not {DATABASE_BACKEND}): "
+                "nothing can be stalled"
             )
         found = task_results_requeue_stalled(older_than=timedelta(minutes=older_than), dry_run=dry_run)
         for task in found:
