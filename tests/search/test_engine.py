@@ -428,3 +428,14 @@ def test_a_hyphenated_tag_is_an_exact_term(demo_team):
     )
     response = run(demo_team, "supabase-auth", limit=len(carrying), mode="text")
     assert set(ids(response)) == carrying
+
+
+def test_each_leg_brings_three_pages_but_at_most_fifty_beyond_a_large_one(demo_team):
+    from lessons.search.engine import search_leg_limit
+
+    assert [search_leg_limit(limit) for limit in (1, 10, 20, 25, 50, 100)] == [50, 50, 60, 75, 100, 150]
+    small = run(demo_team, "database security", limit=20)
+    assert small.candidates["semantic"] == 60 and small.candidates["feedback_semantic"] == 60
+    large = run(demo_team, "database security", limit=100)
+    assert large.candidates["semantic"] == 150 and large.candidates["feedback_semantic"] == 150
+    assert large.results and large.fallback is None
