@@ -18,20 +18,27 @@ has tens of thousands of postings. The leg reads only what can matter, in one st
 1. **Stored statistics.** N and avglen come from `lessons_keyword_stats`, df from
    `lessons_keyword_df` (both kept by triggers, migrations 0002 and 0006), so idf costs one index
    probe per term instead of counting its postings.
-2. **Heads.** Each posting stores its *impact*, tf / (tf + k1 * (1 - b + b * len / avglen_ref)),
+2. **The plan, from those frequencies** (before any posting is read). When the query's terms have
+   at most SEARCH_KEYWORD_SCAN_RATIO (2.5) times the postings their heads would read, sum of df <=
+   2.5 x sum of min(df, head), every posting is scored: the whole-list scan, exact, nothing to
+   prove. Fitted over SciFact train's queries, a posting costs the scan ~1.8 us and the heads
+   ~4.5 us (bounds, completion, verdict); with lists that short the heads read most of them
+   anyway. Small teams and rare words take the scan, common words in a large team the heads. The
+   choice is one probe of the frequencies before the statement (`keyword_plan`, 0.7 ms).
+3. **Heads.** Each posting stores its *impact*, tf / (tf + k1 * (1 - b + b * len / avglen_ref)),
    computed with its team's reference average length (`lessons_keyword_reference`). An index on
    (kind, team, lexeme, impact DESC) gives each term's best HEAD postings (max(HEAD_POSTINGS, 8 x
    the leg's limit)) without touching the rest of its list.
-3. **Partial scores and bounds.** A row seen in some heads has an exact partial score from them.
+4. **Partial scores and bounds.** A row seen in some heads has an exact partial score from them.
    For a term whose list was cut, a row missing from its head can score at most
    bound(q) = idf(q) * qtf * (k1 + 1) * impact of the head's last posting * max(1, avglen / avglen_ref)
    (the factor covers the team's average length having grown since the impacts were written: a
    longer average only raises today's term factor, by at most that ratio).
-4. **Threshold and completion.** theta = the k-th best partial score among rows that pass the
+5. **Threshold and completion.** theta = the k-th best partial score among rows that pass the
    caller's filter (walked best first, so the filter is checked for few rows). Every filtered row
    whose partial score plus its missing terms' bounds reaches theta has those postings read by
    primary key; its score is then exact. The top k of those exact scores is the answer.
-5. **Certainty.** A row in no head at all scores at most the sum of the bounds. If that is below
+6. **Certainty.** A row in no head at all scores at most the sum of the bounds. If that is below
    theta (and at least k rows passed the filter, and the impacts were computed with today's k1, b
    and field weights), no row outside the heads can enter the top k: the result is exactly BM25's
    top k, ties aside. Otherwise the statement says so (`certain` false) and the caller runs the
@@ -46,21 +53,22 @@ SEARCH_KEYWORD_IMPACT_DRIFT (imports run it at their end); it also applies chang
 weights, which until then make every search take the whole-list scan.
 
 Exactness, measured with `eval_retrieval DATASET --keyword-exactness` (no fallback; the top 10 of
-a limit-10 search's leg, in order, against the whole-list scan's), at heads of 500 postings (the
-default, HEAD_POSTINGS) and 1,000:
+a limit-10 search's leg, in order, against the whole-list scan's): as a search runs it (the plan,
+2), and with heads always, of 500 postings (the default, HEAD_POSTINGS) and 1,000:
 
-| dataset | queries | identical top 10 (500) | proved (500) | identical (1,000) | proved (1,000) |
-|---|---:|---:|---:|---:|---:|
-| SciFact train | 809 | 808 (99.9%) | 446 (55.1%) | 809 (100%) | 796 (98.4%) |
-| SciFact test | 300 | 300 (100%) | 164 (54.7%) | 300 (100%) | 296 (98.7%) |
-| LoCoMo dev (memories, per conversation) | 997 | 996 (99.9%, a tie) | 997 (100%) | 996 (a tie) | 997 (100%) |
-| lessons-dev (graded, exact and never queries) | 16 | 16 (100%) | 16 (100%) | 16 (100%) | 16 (100%) |
+| dataset | queries | scanned by the plan | identical as searched | identical, heads of 500 | proved (500) | identical (1,000) | proved (1,000) |
+|---|---:|---:|---:|---:|---:|---:|---:|
+| SciFact train | 809 | 760 | 809 (100%) | 808 (99.9%) | 446 (55.1%) | 809 (100%) | 796 (98.4%) |
+| SciFact test | 300 | 275 | 300 (100%) | 300 (100%) | 164 (54.7%) | 300 (100%) | 296 (98.7%) |
+| LoCoMo dev (memories, per conversation) | 997 | 997 | 997 (100%) | 996 (99.9%, a tie) | 997 (100%) | 996 (a tie) | 997 (100%) |
+| lessons-dev (graded, exact and never queries) | 16 | 16 | 16 (100%) | 16 (100%) | 16 (100%) | 16 (100%) | 16 (100%) |
 
 SciFact train's nDCG@10 is the same at 500 as at 1,000 (hybrid 0.7325, text 0.6987); at limit 100
-(heads of 2,400) every SciFact query is proved either way. Heads of 500 are the default because the
-answers stay the same while, at 300,000 lessons, a hybrid search's p95 fell from 94.0 to 78.6 ms
-(paired runs of bench_search's queries, each query at both sizes in turn); 300 gave 71.6 ms but
-SciFact train 804 of 809 identical.
+(legs of 150, heads of 1,200) the plan scans every one of these queries, and the heads alone would
+have proved 804 of 809 SciFact train answers. Heads of 500 are the default because the answers
+stay the same while, at 300,000 lessons, a hybrid search's p95 fell from 94.0 to 78.6 ms (paired
+runs of bench_search's queries, each query at both sizes in turn); 300 gave 71.6 ms but SciFact
+train 804 of 809 identical.
 
 At 100,000 synthetic lessons (bench_search's text, far flatter than real text: a few templates,
 so a common word's postings nearly all score alike) about half of the multi-word queries cannot be
@@ -77,6 +85,9 @@ TABLES = {"lessons": ("l", "lessons_lesson"), "memories": ("m", "lessons_memory"
 DEFAULT_BM25 = {"K1": 1.2, "B": 0.5, "FIELD_WEIGHTS": {"A": 1.5, "B": 1.0, "C": 0.5, "D": 1.0}}
 # Postings read per term before the bound takes over (at least 8 x the leg's limit).
 HEAD_POSTINGS = 500
+# A query whose terms have at most this many times the postings their heads would read has them
+# all scored (the design, 2): a posting costs the scan ~1.8 us, the heads ~4.5 us.
+SCAN_RATIO = 2.5
 
 
 @dataclass
@@ -86,6 +97,7 @@ class KeywordCandidate:
     matched_terms: list[str]
     coverage: float | None = None  # share of the query's English terms the row carries
     certain: bool = True  # False: the heads could not prove this is BM25's top k
+    scanned: bool = False  # every posting was scored (the plan, design 2), not the heads
 
 
 def bm25_parameters() -> tuple[float, float, dict[str, float]]:
@@ -130,66 +142,119 @@ def _terms_and_weights_sql(*, stats_len: str) -> str:
         )"""
 
 
+def scan_ratio() -> float:
+    """The default leg scores every posting when the query's terms have at most this many times the
+    postings their heads would read (the design, 2)."""
+    return float(getattr(settings, "SEARCH_KEYWORD_SCAN_RATIO", SCAN_RATIO))
+
+
+def keyword_plan(*, kind: str, team_id: int, query: str, limit: int) -> int | None:
+    """The leg's plan for this query (the design, 2): None, score every posting, when its terms
+    have at most scan_ratio() times the postings their heads of head_size(limit) would read;
+    otherwise that head size. One probe of the stored document frequencies. (Both plans in one
+    statement behind one-time filters cost 3 ms of planning on every search: more than the choice
+    saves on a small team.)"""
+    kind_code, _ = TABLES[kind]
+    head = head_size(limit)
+    sql = f"""
+        WITH english AS (SELECT lexeme FROM unnest(to_tsvector('english', %s))),
+        terms AS (
+            SELECT lexeme FROM english
+            UNION
+            SELECT s.lexeme FROM unnest(to_tsvector('simple', %s)) AS s
+             WHERE numnode(plainto_tsquery('english', s.lexeme)) > 0
+        ), df AS (
+            SELECT d.lexeme, sum(d.df) AS df FROM lessons_keyword_df AS d
+             WHERE d.kind = %s AND d.team_id = %s AND d.lexeme IN (SELECT lexeme FROM terms)
+             GROUP BY d.lexeme
+        )
+        SELECT coalesce(sum(df), 0) <= %s * coalesce(sum(least(df, {head})), 0) FROM df
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [query, query, kind_code, team_id, scan_ratio()])
+        scan = cursor.fetchone()[0]
+    return None if scan else head
+
+
 def keyword_leg_sql(
     *, kind: str, team_id: int, query: str, filter_sql: str, filter_params: list, limit: int,
     head: int | None = 0,
 ) -> tuple[str, list] | None:
-    """One SELECT (id, score, matched_terms, coverage, max_score, certain), best first, that a
-    caller may run alone or embed as a CTE. `head`: postings read per term (0: the default for this
-    limit; None: every posting, the exact whole-list scan). None when the query holds no text.
-    With heads, an empty answer that is not certain comes as one row with a NULL id."""
+    """One SELECT (id, score, matched_terms, coverage, max_score, certain, scanned), best first,
+    that a caller may run alone or embed as a CTE. `head`: postings read per term (0: the default
+    for this limit; None: every posting, the exact whole-list scan; `keyword_plan` chooses). None
+    when the query holds no text. With heads, an empty answer that is not certain comes as one row
+    with a NULL id."""
     if not query or not query.strip():
         return None
     kind_code, table = TABLES[kind]
     k1, b, weights = bm25_parameters()
     # float8 throughout: `1.0 * smallint` would be computed in (slow) numeric.
-    weighted_tf = " + ".join(f"{weights[f]!r}::float8 * p.tf_{f.lower()}" for f in "ABCD")
-    weighted_len = " + ".join(f"{weights[f]!r}::float8 * p.len_{f.lower()}" for f in "ABCD")
+    sql_parts = {
+        "weighted_tf": " + ".join(f"{weights[f]!r}::float8 * p.tf_{f.lower()}" for f in "ABCD"),
+        "weighted_len": " + ".join(f"{weights[f]!r}::float8 * p.len_{f.lower()}" for f in "ABCD"),
+        "term_factor": f"p.tf * {k1 + 1!r} / (p.tf + {k1!r} * (1 - {b!r} + {b!r} * p.len / stats.avglen))",
+        # max_score: what a row matching every query term (each as often as the query says, tf -> oo)
+        # would score, words no row has included: sum of qtf x idf x (k1 + 1). score / max_score is
+        # absolute evidence: matching one of two terms cannot reach 1.
+        # coverage: the share of the query's English terms the row carries.
+        "outputs": f"""
+               english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage,
+               (SELECT sum(weight) * {k1 + 1!r} FROM term_weights) AS max_score""",
+    }
     stats_len = " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD")
-    term_factor = f"p.tf * {k1 + 1!r} / (p.tf + {k1!r} * (1 - {b!r} + {b!r} * p.len / stats.avglen))"
     common = _terms_and_weights_sql(stats_len=stats_len)
     params = [query, query, kind_code, team_id, kind_code, team_id]
-    # max_score: what a row matching every query term (each as often as the query says, tf -> oo)
-    # would score, words no row has included: sum of qtf x idf x (k1 + 1). score / max_score is
-    # absolute evidence: matching one of two terms cannot reach 1.
-    # coverage: the share of the query's English terms the row carries.
-    outputs = f"""
-               english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage,
-               (SELECT sum(weight) * {k1 + 1!r} FROM term_weights) AS max_score"""
+    leg = dict(kind_code=kind_code, team_id=team_id, table=table, filter_sql=filter_sql,
+               filter_params=filter_params, limit=limit, **sql_parts)
     if head is None:
-        sql = f"""
-        WITH {common}, postings AS (
+        ctes, leg_params, answer = _scan_sql(**leg)
+    else:
+        ctes, leg_params, answer = _heads_sql(**leg, head=head or head_size(limit), k1=k1, b=b, weights=weights)
+    return f"WITH {common}, {ctes} {answer}", [*params, *leg_params]
+
+
+def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, weighted_tf, weighted_len,
+              term_factor, outputs) -> tuple[str, list, str]:
+    """The whole-list scan: every posting of every query term scored. CTEs, their parameters, and
+    the SELECT of the answer."""
+    ctes = f"""
+        scan_postings AS (
             SELECT p.row_id, p.lexeme, w.english, w.weight, ({weighted_tf}) AS tf, ({weighted_len}) AS len
               FROM weighted_terms AS w JOIN lessons_keyword_posting AS p
                 ON p.kind = %s AND p.team_id = %s AND p.lexeme = w.lexeme
-        ), scored AS (
+        ), scan_scored AS (
             -- matched_terms unsorted: sorting them here sorted every posting; the engine sorts the few it shows
             SELECT p.row_id, sum(p.weight * {term_factor}) AS score, array_agg(p.lexeme) AS matched_terms,
                    count(*) FILTER (WHERE p.english) AS english_matched
-              FROM postings AS p CROSS JOIN stats
+              FROM scan_postings AS p CROSS JOIN stats
              WHERE p.tf > 0
              GROUP BY p.row_id
-        ), ranked AS MATERIALIZED (
-            SELECT * FROM scored ORDER BY score DESC, row_id
-        )
-        -- Walk the ranking best first and stop at `limit` rows that pass the filter.
-        SELECT ranked.row_id AS id, ranked.score, ranked.matched_terms, {outputs}, true AS certain
-          FROM ranked
-         WHERE EXISTS (SELECT 1 FROM {table} AS t WHERE t.id = ranked.row_id AND ({filter_sql}))
-         ORDER BY ranked.score DESC, ranked.row_id
-         LIMIT %s
-        """
-        return sql, [*params, kind_code, team_id, *filter_params, limit]
+        ), scan_ranked AS MATERIALIZED (
+            SELECT * FROM scan_scored ORDER BY score DESC, row_id
+        ), scan_answer AS (
+            -- walk the ranking best first and stop at `limit` rows that pass the filter
+            SELECT r.row_id AS id, r.score, r.matched_terms, {outputs}, true AS certain, true AS scanned
+              FROM scan_ranked AS r
+             WHERE EXISTS (SELECT 1 FROM {table} AS t WHERE t.id = r.row_id AND ({filter_sql}))
+             ORDER BY r.score DESC, r.row_id
+             LIMIT %s
+        )"""
+    return ctes, [kind_code, team_id, *filter_params, limit], "SELECT * FROM scan_answer"
 
-    head = head or head_size(limit)
+
+def _heads_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, weighted_tf, weighted_len,
+               term_factor, outputs, head, k1, b, weights) -> tuple[str, list, str]:
+    """Heads of `head` postings a term, the bound, completion and the verdict (the design above).
+    CTEs, their parameters, and the SELECT of the answer."""
 
     def filtered(row: str) -> str:
         # A scalar subquery, not EXISTS: the planner turns a lone EXISTS into a semi-join, which may
         # hash the ranking and lose its order; a per-row filter keeps it and stops at the LIMIT.
         return f"(SELECT true FROM {table} AS t WHERE t.id = {row} AND ({filter_sql})) IS NOT NULL"
 
-    sql = f"""
-        WITH {common}, reference AS MATERIALIZED (
+    ctes = f"""
+        reference AS MATERIALIZED (
             SELECT greatest(1, stats.avglen / r.avglen) AS drift,
                    (r.k1 = {k1!r} AND r.b = {b!r} AND r.w_a = {weights['A']!r} AND r.w_b = {weights['B']!r}
                     AND r.w_c = {weights['C']!r} AND r.w_d = {weights['D']!r}) AS current
@@ -264,21 +329,22 @@ def keyword_leg_sql(
                             AND (SELECT count(*) FROM incomplete) <= {4 * limit}
                             AND (SELECT sum(bound) FROM bounds) <= (SELECT theta FROM theta))) AS certain
         ), answer AS (
-            SELECT final.row_id AS id, final.score, final.matched_terms, {outputs}, verdict.certain
+            SELECT final.row_id AS id, final.score, final.matched_terms, {outputs}, verdict.certain,
+                   false AS scanned
               FROM final CROSS JOIN verdict
              ORDER BY final.score DESC, final.row_id
              LIMIT %s
-        )
+        )"""
+    answer = """
         SELECT * FROM answer
         UNION ALL  -- an empty answer still says whether it is certain
-        SELECT NULL, NULL, NULL, NULL, NULL, false FROM verdict
-         WHERE NOT verdict.certain AND NOT EXISTS (SELECT 1 FROM answer)
-    """
+        SELECT NULL, NULL, NULL, NULL, NULL, false, false FROM verdict
+         WHERE NOT verdict.certain AND NOT EXISTS (SELECT 1 FROM answer)"""
     params = [
-        *params, kind_code, team_id, kind_code, team_id, *filter_params, limit, limit, *filter_params,
+        kind_code, team_id, kind_code, team_id, *filter_params, limit, limit, *filter_params,
         kind_code, limit, limit,
     ]
-    return sql, params
+    return ctes, params, answer
 
 
 def exact_fallback() -> bool:
@@ -290,13 +356,16 @@ def keyword_candidates(
     *, kind: str, team_id: int, query: str, filter_sql: str, filter_params: list, limit: int,
     head: int | None = 0, fallback: bool | None = None,
 ) -> list[KeywordCandidate]:
-    """The best `limit` rows by BM25 among those passing the filter, best first: from the heads
-    (`head` None: from every posting). An answer the heads cannot prove is kept, flagged
-    `certain=False`, unless `fallback` (default SEARCH_KEYWORD_EXACT_FALLBACK) asks for the scan."""
+    """The best `limit` rows by BM25 among those passing the filter, best first, as a search's leg
+    finds them (`head` 0: the plan `keyword_plan` chooses; a number: heads of that size; None: every
+    posting). An answer the heads cannot prove is kept, flagged `certain=False`, unless `fallback`
+    (default SEARCH_KEYWORD_EXACT_FALLBACK) asks for the scan."""
+    if not query or not query.strip():
+        return []
+    if head == 0:
+        head = keyword_plan(kind=kind, team_id=team_id, query=query, limit=limit)
     statement = keyword_leg_sql(kind=kind, team_id=team_id, query=query, filter_sql=filter_sql,
                                 filter_params=filter_params, limit=limit, head=head)
-    if statement is None:
-        return []
     with connection.cursor() as cursor:
         cursor.execute(*statement)
         rows = cursor.fetchall()
@@ -306,5 +375,5 @@ def keyword_candidates(
         return keyword_candidates(kind=kind, team_id=team_id, query=query, filter_sql=filter_sql,
                                   filter_params=filter_params, limit=limit, head=None)
     return [KeywordCandidate(id=row[0], score=float(row[1]), matched_terms=sorted(row[2]), coverage=row[3],
-                             certain=row[5])
+                             certain=row[5], scanned=row[6])
             for row in rows if row[0] is not None]

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from django.db import connection
 
 from lessons.search.exact import exact_leg_sql
-from lessons.search.keyword import exact_fallback, keyword_leg_sql
+from lessons.search.keyword import exact_fallback, keyword_leg_sql, keyword_plan
 from lessons.search.kinds import TIMESTAMPS, SearchKind
 from lessons.search.semantic import feedback_leg_sql, feedback_vector_sql, semantic_leg_sql, session_settings_sql
 
@@ -47,11 +47,14 @@ def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_t
     attainable maximum), matched terms and coverage, and its fields when no statement 2 will fetch
     them (text mode, no model). Returns the rows and each leg's count.
 
-    The BM25 leg reads each term's best postings (keyword.py). When they cannot prove their answer
-    is BM25's top k, the counts say so (`keyword_unproved`), and with SEARCH_KEYWORD_EXACT_FALLBACK
-    the statement runs again over every posting (`head=None`)."""
+    The BM25 leg scores every posting of the query's terms when they are few next to their heads,
+    else reads each term's best postings (`keyword_plan`, one probe first; keyword.py). When the
+    heads cannot prove their answer is BM25's top k, the counts say so (`keyword_unproved`), and
+    with SEARCH_KEYWORD_EXACT_FALLBACK the statement runs again over every posting (`head=None`)."""
     kind = scope.kind
     ctes: list[tuple[str, str, list]] = []
+    if head == 0 and keyword_query.strip():
+        head = keyword_plan(kind=kind.name, team_id=team_id, query=keyword_query, limit=limit)
     leg = keyword_leg_sql(kind=kind.name, team_id=team_id, query=keyword_query, filter_sql=scope.filter_sql,
                           filter_params=scope.filter_params, limit=limit, head=head)
     if leg is not None:

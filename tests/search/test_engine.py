@@ -75,16 +75,17 @@ def test_results_explain_themselves_and_never_carry_the_embedding(demo_team):
     assert scores == sorted(scores, reverse=True)
 
 
-def test_one_search_is_two_sql_round_trips_and_text_mode_one(demo_team):
+def test_one_search_is_a_probe_and_two_statements_and_text_mode_one(demo_team):
     with CaptureQueriesContext(connection) as queries:
         response = run(demo_team, "database security", context="const { data } = supabase.from('notes').select()")
     assert response.results and response.fallback is None
-    assert len(queries.captured_queries) == 2
-    assert "lessons_keyword_posting" in queries.captured_queries[0]["sql"]
-    assert "<=>" in queries.captured_queries[1]["sql"]
+    probe, keyword, semantic = (query["sql"] for query in queries.captured_queries)
+    assert "lessons_keyword_df" in probe and "lessons_keyword_posting" not in probe  # the keyword leg's plan
+    assert "lessons_keyword_posting" in keyword
+    assert "<=>" in semantic
     with CaptureQueriesContext(connection) as queries:
         assert run(demo_team, "database security", mode="text").results
-    assert len(queries.captured_queries) == 1
+    assert len(queries.captured_queries) == 2
 
 
 def test_a_keyword_only_hit_can_win(demo_team):
@@ -209,7 +210,7 @@ def test_short_queries_are_not_starved_by_the_floor(demo_team):
 def test_the_feedback_leg_runs_inside_statement_two(demo_team):
     with CaptureQueriesContext(connection) as queries:
         response = run(demo_team, "webhook retries", explain=True)
-    assert len(queries.captured_queries) == 2 and "feedback" in queries.captured_queries[1]["sql"]
+    assert len(queries.captured_queries) == 3 and "feedback" in queries.captured_queries[2]["sql"]
     assert response.candidates["feedback_semantic"] > 0
     assert all("feedback_similarity" in hit.explanation for hit in response.results)
     with override_settings(SEARCH_FEEDBACK={"k": 0, "beta": 0.5}):
@@ -345,8 +346,8 @@ def test_failed_query_embedding_degrades(demo_team):
         response = run(demo_team, "row level security policies")
     assert response.degraded and "embedding failed" in response.degraded_reason
     assert response.results
-    # Statement 1 ran without fields (a model was expected); the second fetched them.
-    assert len(queries.captured_queries) == 2
+    # Statement 1 ran without fields (a model was expected); the second fetched them (after the probe).
+    assert len(queries.captured_queries) == 3
     assert ids(response) == ids(run(demo_team, "row level security policies", mode="text"))
     assert all(hit.fields["title"] and hit.fields["created_at"] for hit in response.results)
 
@@ -355,7 +356,7 @@ def test_failed_query_embedding_degrades(demo_team):
 def test_model_off_hybrid_is_one_statement_ranked_as_text_mode(demo_team):
     with CaptureQueriesContext(connection) as queries:
         response = run(demo_team, "row level security policies")
-    assert len(queries.captured_queries) == 1
+    assert len(queries.captured_queries) == 2  # the keyword leg's probe, statement 1 with the fields
     assert ids(response) == ids(run(demo_team, "row level security policies", mode="text"))
     assert all(hit.fields["title"] for hit in response.results)
 

@@ -12,7 +12,7 @@ from django.test import override_settings
 
 from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, search
-from lessons.search.keyword import keyword_candidates, keyword_leg_sql
+from lessons.search.keyword import keyword_candidates, keyword_leg_sql, keyword_plan
 from lessons.services.keyword_index import keyword_impacts_refresh, keyword_index_state
 from lessons.services.lessons import lesson_delete, lesson_update
 from tests.factories import LessonFactory
@@ -85,18 +85,43 @@ def test_an_empty_unproved_answer_still_says_so(team):
     corpus(team)
     rows = leg(team, "cache", head=12, filter_sql="t.team_id = %s AND t.category = %s",
                filter_params=[team.id, "nothing-has-this"])
-    assert rows == [(None, None, None, None, None, False)]
+    assert rows == [(None, None, None, None, None, False, False)]
 
 
 def test_the_search_reports_an_unproved_keyword_leg(team):
     corpus(team, rows=900)  # a search's leg reads at least 8 x 50 postings a term: lists must be longer
-    with override_settings(SEARCH_KEYWORD_HEAD=12, SEARCH_KEYWORD_EXACT_FALLBACK=False):
+    with override_settings(SEARCH_KEYWORD_HEAD=12, SEARCH_KEYWORD_EXACT_FALLBACK=False, SEARCH_KEYWORD_SCAN_RATIO=0):
         unproved = search(request=SearchRequest(team=team, query="cache pool", mode="text", limit=5,
                                                 filters=SearchFilters(categories=("rare",))))
     assert unproved.candidates.get("keyword_unproved") == 1
     with override_settings(SEARCH_KEYWORD_HEAD=5000):
         proved = search(request=SearchRequest(team=team, query="cache pool", mode="text", limit=5))
     assert "keyword_unproved" not in proved.candidates
+
+
+def test_the_default_leg_scans_a_query_whose_lists_are_short_next_to_its_heads(team):
+    """The plan, from the stored document frequencies: when the query's terms have at most
+    SEARCH_KEYWORD_SCAN_RATIO times the postings their heads would read, every posting is scored
+    (exact, nothing to prove); above that the heads are read."""
+    corpus(team)
+    wanted = LessonFactory(team=team, title="cache pool", description="cache", category="rare")
+    restrictive = dict(kind="lessons", team_id=team.id, query="cache pool", limit=1,  # heads of max(12, 8 x 1)
+                       filter_sql="t.team_id = %s AND t.category = %s", filter_params=[team.id, "rare"])
+    with connection.cursor() as cursor:  # the English stems and the word as written
+        cursor.execute("SELECT sum(df), sum(least(df, 12)) FROM lessons_keyword_df WHERE kind = 'l'"
+                       " AND team_id = %s AND lexeme IN ('cach', 'cache', 'pool')", [team.id])
+        postings, in_heads = (int(value) for value in cursor.fetchone())
+    assert postings > in_heads  # the heads of 12 are cut: alone they could not prove this answer
+    plan = dict(kind="lessons", team_id=team.id, query="cache pool", limit=1)
+    with override_settings(SEARCH_KEYWORD_HEAD=12, SEARCH_KEYWORD_SCAN_RATIO=postings / in_heads):
+        assert keyword_plan(**plan) is None
+        scanned = keyword_candidates(**restrictive, fallback=False)
+    assert [(c.id, c.certain, c.scanned) for c in scanned] == [(wanted.id, True, True)]  # exact, and says so
+    with override_settings(SEARCH_KEYWORD_HEAD=12, SEARCH_KEYWORD_SCAN_RATIO=postings / in_heads * 0.99):
+        assert keyword_plan(**plan) == 12
+        from_heads = keyword_candidates(**restrictive, fallback=False)
+    assert from_heads == keyword_candidates(**{**restrictive, "head": 12}, fallback=False)
+    assert from_heads and not any(c.certain or c.scanned for c in from_heads)  # the heads' verdict: not proved
 
 
 def test_impacts_follow_the_reference_and_drift_keeps_answers_exact(team):
