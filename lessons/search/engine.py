@@ -41,8 +41,9 @@ of 150, for the same nDCG@10). Then:
 4. relevance: the (absolute) weighted score against settings.SEARCH_RELEVANCE_THRESHOLDS.
 
 Budget: one encode per query text and two SQL statements (statements.py). The encodes (primary
-and contextual, each on a worker thread, encode.py) run while statement 1 (BM25 and exact-term
-legs: ids and scores) runs; statement 2 runs the semantic legs, drops the semantic-only
+and contextual, each on a worker thread, encode.py) run while a probe of the stored document
+frequencies picks the BM25 leg's plan (keyword.py) and statement 1 (BM25 and exact-term legs:
+ids and scores) runs; statement 2 runs the semantic legs, drops the semantic-only
 candidates under the floor and fetches the fields and similarities of the rest. `text` mode (and a
 search without a model) is statement 1 alone, with the fields; an encode failing after
 statement 1 costs a second statement for the fields.
