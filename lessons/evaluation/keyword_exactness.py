@@ -63,10 +63,12 @@ def keyword_exactness(*, queries: list[tuple[Team, str]], kind: str, leg_limit: 
                    limit=leg_limit, fallback=False)
         runs = [(report.default_ms, leg), (report.head_ms, {**leg, "head": report.head}),
                 (report.scan_ms, {**leg, "head": None})]
+        answers = [[], [], []]
         # Each query's first run meets colder caches: the order turns from query to query.
-        turn = report.queries % len(runs)
-        answers = {id(times): _timed(times, arguments) for times, arguments in runs[turn:] + runs[:turn]}
-        default, heads, scan = (answers[id(times)] for times, _ in runs)
+        for number in range(len(runs)):
+            turn = (report.queries + number) % len(runs)
+            answers[turn] = _timed(*runs[turn])
+        default, heads, scan = answers
         report.queries += 1
         report.scanned += any(candidate.scanned for candidate in default)
         report.proved += all(candidate.certain for candidate in heads)

@@ -65,15 +65,16 @@ def _vectors(outcomes: list) -> tuple[list[np.ndarray], str | None]:
         return [], str(primary)
     if not _usable(primary, dimensions):
         return [], "the query embedding is unusable (not finite, empty or of the wrong size)"
-    if contextual:
-        if isinstance(contextual[0], EmbeddingUnavailable):
-            logger.warning("contextual query embedding failed, searching with the primary query: %s", contextual[0])
-            return [primary], None
-        if not _usable(contextual[0], dimensions):
-            logger.warning("contextual query embedding unusable, searching with the primary query")
-            return [primary], None
-        return [primary, contextual[0]], None
-    return [primary], None
+    if not contextual:
+        return [primary], None
+    context = contextual[0]
+    if isinstance(context, EmbeddingUnavailable):
+        logger.warning("contextual query embedding failed, searching with the primary query: %s", context)
+        return [primary], None
+    if not _usable(context, dimensions):
+        logger.warning("contextual query embedding unusable, searching with the primary query")
+        return [primary], None
+    return [primary, context], None
 
 
 def _usable(vector: np.ndarray, dimensions: int) -> bool:

@@ -110,10 +110,9 @@ def head_size(limit: int) -> int:
     return max(int(getattr(settings, "SEARCH_KEYWORD_HEAD", HEAD_POSTINGS)), 8 * limit)
 
 
-def _terms_and_weights_sql(*, stats_len: str) -> str:
-    """CTEs english, exact, terms, stats, term_weights, weighted_terms: the query's terms with
-    their idf weights, from the stored statistics."""
-    return f"""
+# CTEs english, exact, terms: the query's terms (parameters: the query, twice), as the leg and
+# its plan both read them.
+QUERY_TERMS_SQL = """
         english AS (
             SELECT lexeme, coalesce(array_length(positions, 1), 1) AS qtf, true AS english
               FROM unnest(to_tsvector('english', %s))
@@ -124,7 +123,14 @@ def _terms_and_weights_sql(*, stats_len: str) -> str:
                AND numnode(plainto_tsquery('english', s.lexeme)) > 0
         ), terms AS (
             SELECT * FROM english UNION ALL SELECT * FROM exact
-        ), stats AS MATERIALIZED (
+        )"""
+
+
+def _terms_and_weights_sql(*, stats_len: str) -> str:
+    """CTEs english, exact, terms, stats, term_weights, weighted_terms: the query's terms with
+    their idf weights, from the stored statistics."""
+    return f"""
+        {QUERY_TERMS_SQL}, stats AS MATERIALIZED (
             -- the shards' sums (the counters are sharded by writer, migration 0006)
             SELECT sum(doc_count)::float8 AS n,
                    greatest(sum({stats_len}) / nullif(sum(doc_count), 0), 1e-9) AS avglen
@@ -157,13 +163,7 @@ def keyword_plan(*, kind: str, team_id: int, query: str, limit: int) -> int | No
     kind_code, _ = TABLES[kind]
     head = head_size(limit)
     sql = f"""
-        WITH english AS (SELECT lexeme FROM unnest(to_tsvector('english', %s))),
-        terms AS (
-            SELECT lexeme FROM english
-            UNION
-            SELECT s.lexeme FROM unnest(to_tsvector('simple', %s)) AS s
-             WHERE numnode(plainto_tsquery('english', s.lexeme)) > 0
-        ), df AS (
+        WITH {QUERY_TERMS_SQL}, df AS (
             SELECT d.lexeme, sum(d.df) AS df FROM lessons_keyword_df AS d
              WHERE d.kind = %s AND d.team_id = %s AND d.lexeme IN (SELECT lexeme FROM terms)
              GROUP BY d.lexeme
