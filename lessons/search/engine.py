@@ -5,7 +5,8 @@
 Every part is absolute evidence, on a scale fixed in advance, never stretched over this search's
 candidates (dividing by the best candidate turned flat, meaningless cosines into 0.79-1.00 and gave
 1.0 to a row matching one frequent word of two):
-- S, meaning: the cosine to the query mapped through calibrated bounds, clip((cos - lo) / (hi - lo))
+- S, meaning: the cosine to the query moved toward its nearest rows (dense pseudo-relevance
+  feedback, settings.SEARCH_FEEDBACK) mapped through calibrated bounds, clip((cos - lo) / (hi - lo))
   (settings.SEARCH_CALIBRATION; all-MiniLM-L6-v2's unrelated texts sit near lo, close paraphrases
   near hi). With `context`: 0.6 x S(primary) + 0.4 x S(query + context keywords), seed 001.
 - K, words: BM25 over the query's own attainable maximum, sum over its terms of qtf x idf x (k1 + 1)
@@ -194,7 +195,7 @@ def search(*, request: SearchRequest) -> SearchResponse:
 
 
 def _feedback(query_vector) -> dict | None:
-    """The feedback leg's parameters (settings.SEARCH_FEEDBACK), None when it is off."""
+    """The feedback vector's parameters (settings.SEARCH_FEEDBACK), None when it is off."""
     config = settings.SEARCH_FEEDBACK
     if not config or config.get("k", 0) <= 0 or config.get("beta", 0) <= 0:
         return None

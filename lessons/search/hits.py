@@ -14,7 +14,7 @@ from lessons.search.types import SearchHit, SearchRequest, SearchResponse
 logger = logging.getLogger("lessons.search")
 
 _LEG_OF_FLAG = {"in_sem_p": ("semantic", "primary"), "in_sem_c": ("semantic", "contextual"),
-                "in_sem_f": ("semantic", "primary"), "in_kw_p": ("keyword", "primary"), "in_ex": ("exact", "primary")}
+                "in_kw_p": ("keyword", "primary"), "in_ex": ("exact", "primary")}
 
 
 def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str]) -> scoring.Candidate:

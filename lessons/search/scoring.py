@@ -42,7 +42,7 @@ class Candidate:
     row: dict
     sim_primary: float | None = None
     sim_contextual: float | None = None
-    sim_feedback: float | None = None  # to the query moved toward its nearest rows (feedback leg)
+    sim_feedback: float | None = None  # to the query moved toward its nearest rows (feedback vector)
     bm25_primary: float = 0.0
     bm25_max: float = 0.0  # the query's attainable BM25 (sum of qtf x idf x (k1 + 1))
     matched_terms: list[str] = field(default_factory=list)
@@ -203,7 +203,7 @@ def tech_mismatch(*, row: dict, tech_stack: tuple[str, ...]) -> bool:
 
 
 def _semantic_similarity(c: Candidate) -> float | None:
-    """The feedback similarity when the search ran the feedback leg, else the query's own."""
+    """The feedback similarity when the search measured one, else the query's own."""
     return c.sim_primary if c.sim_feedback is None else c.sim_feedback
 
 

@@ -13,10 +13,9 @@ from django.db import connection
 from lessons.search.exact import exact_leg_sql
 from lessons.search.keyword import exact_fallback, keyword_leg_sql, keyword_plan
 from lessons.search.kinds import TIMESTAMPS, SearchKind
-from lessons.search.semantic import feedback_leg_sql, feedback_vector_sql, semantic_leg_sql, session_settings_sql
+from lessons.search.semantic import feedback_vector_sql, semantic_leg_sql, session_settings_sql
 
-LEG_NAMES = {"sem_p": "semantic", "sem_c": "contextual_semantic", "sem_f": "feedback_semantic", "kw_p": "keyword",
-             "ex": "exact"}
+LEG_NAMES = {"sem_p": "semantic", "sem_c": "contextual_semantic", "kw_p": "keyword", "ex": "exact"}
 KEYWORD_SIGNALS = ("bm25_p", "bm25_max", "terms_p", "coverage_p", "in_kw_p", "in_ex")
 
 
@@ -104,8 +103,8 @@ def semantic_statement(*, scope: Scope, vectors: list[str], keyword_rows: list[d
     keyword legs' included (their signals are carried over from statement 1). Semantic-only
     candidates under the floor are dropped here, so their fields never leave the database. With a
     `band`, the floor adapts to the query: min(floor, best similarity among the candidates - band).
-    With `feedback` ({"k", "query_over_beta"}), a third leg looks from the query moved toward its
-    k nearest rows (semantic.py), and every candidate gets that similarity too (`sim_f`).
+    With `feedback` ({"k", "query_over_beta"}), every candidate also gets its cosine to the query
+    moved toward its k nearest rows (semantic.py, `sim_f`).
     Returns the rows, each semantic leg's count and the size of the union before the floor."""
     kind = scope.kind
     ctes = [("sem_p", *semantic_leg_sql(table=kind.table, vector=vectors[0], filter_sql=scope.filter_sql,
@@ -116,12 +115,9 @@ def semantic_statement(*, scope: Scope, vectors: list[str], keyword_rows: list[d
     names = [name for name, _, _ in ctes]
     similarities = [f"1 - (t.embedding <=> %s::vector) AS sim_{name[-1]}" for name in names]
     similarity_params = list(vectors)
-    if feedback is not None:  # not a leg of its own: the vector the feedback leg looks from
+    if feedback is not None:  # not a leg: the vector every candidate's S is measured from
         ctes.append(("feedback", feedback_vector_sql(table=kind.table, leg="sem_p", k=feedback["k"]),
                      [feedback["query_over_beta"]]))
-        ctes.append(("sem_f", *feedback_leg_sql(table=kind.table, filter_sql=scope.filter_sql,
-                                                filter_params=scope.filter_params, limit=limit)))
-        names.append("sem_f")
         similarities.append("1 - (t.embedding <=> (SELECT v FROM feedback)) AS sim_f")
     keyword_ids = [row["id"] for row in keyword_rows]
     prefix, params = session_settings_sql()
@@ -129,6 +125,7 @@ def semantic_statement(*, scope: Scope, vectors: list[str], keyword_rows: list[d
     columns = [
         *field_columns(kind),
         *(f"s.sim_{name[-1]}" for name in names),
+        *(["s.sim_f"] if feedback is not None else []),
         *(f"({name}.id IS NOT NULL) AS in_{name}" for name in names),
     ]
     counts = [
@@ -140,7 +137,7 @@ def semantic_statement(*, scope: Scope, vectors: list[str], keyword_rows: list[d
     floor_sql = ""
     if floor > 0:
         # The query's own cosines decide (the feedback similarity runs higher by construction).
-        sims = [f"s.sim_{name[-1]}" for name in names if name != "sem_f"]
+        sims = [f"s.sim_{name[-1]}" for name in names]
         best = sims[0] if len(sims) == 1 else f"greatest({', '.join(sims)})"
         threshold = "%s" if band is None else f"least(%s, (SELECT max({best}) FROM similarities AS s) - %s)"
         floor_sql = f" WHERE s.id = ANY(%s::bigint[]) OR {best} >= {threshold}"
