@@ -18,6 +18,13 @@ from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIMENSIONS = 384
 SHORT_TERM_LENGTH = 64
+# The columns search filters read (lessons/search/filters.py), carried by each kind's covering
+# index: the BM25 leg checks the filter row by row as it walks its heads, and at 300,000 lessons
+# those heap fetches were most of a filtered search's time. A person search's text match
+# (content, details) is the one filter not covered.
+LESSON_FILTER_COLUMNS = ["team", "status", "category", "tech_stacks", "project_types", "tags", "updated_at"]
+MEMORY_FILTER_COLUMNS = ["team", "current_version", "categories", "importance", "people", "emotions", "occurred_at",
+                         "created_at"]
 
 # Case is accepted here because the services lowercase these terms before saving.
 short_term_validator = RegexValidator(
@@ -172,6 +179,7 @@ class Lesson(UsageMixin, EmbeddedMixin):
         ]
         indexes = [
             models.Index(fields=["team", "status", "category"], name="lesson_team_status_category"),
+            models.Index(fields=["id"], include=LESSON_FILTER_COLUMNS, name="lesson_filter_columns"),
             models.Index(fields=["team", "-updated_at"], name="lesson_team_recent"),
             GinIndex(fields=["search_vector"], name="lesson_search_vector_gin"),
             GinIndex(fields=["tech_stacks"], name="lesson_tech_stacks_gin"),
@@ -248,6 +256,7 @@ class Memory(UsageMixin, EmbeddedMixin):
         ]
         indexes = [
             models.Index(fields=["team", "current_version", "-updated_at"], name="memory_team_recent"),
+            models.Index(fields=["id"], include=MEMORY_FILTER_COLUMNS, name="memory_filter_columns"),
             models.Index(fields=["team", "occurred_at"], name="memory_team_occurred"),
             GinIndex(fields=["search_vector"], name="memory_search_vector_gin"),
             GinIndex(fields=["categories"], name="memory_categories_gin"),

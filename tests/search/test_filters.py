@@ -105,3 +105,47 @@ def test_versions_only_when_asked(twin_teams):
     _, with_versions = hits(team, kind="memories", mode="hybrid", filters=SearchFilters(include_versions=True), query=query)
     assert earlier.id not in current_only
     assert earlier.id in with_versions
+
+
+# --- the covering indexes of the filter columns (migration 0009) --------------------------------
+
+EVERY_LESSON_FILTER = SearchFilters(categories=("security",), tech_stacks=("django",), project_types=("saas",),
+                                    tags=("rls",), since=NOW - timedelta(days=30), until=NOW)
+EVERY_MEMORY_FILTER = SearchFilters(categories=("person",), min_importance=5, people=("maria",), emotions=("joy",),
+                                    since=NOW - timedelta(days=30), until=NOW)
+
+
+def filter_columns_read(kind, filters):
+    import re
+
+    from lessons.search.filters import filter_clause
+
+    sql, _ = filter_clause(kind=kind, team_id=1, filters=filters)
+    return set(re.findall(r"\bt\.(\w+)", sql))
+
+
+def index_columns(name):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT a.attname FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid"
+            " JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE c.relname = %s",
+            [name],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+@pytest.mark.parametrize(
+    "kind, filters, index",
+    [("lessons", EVERY_LESSON_FILTER, "lesson_filter_columns"), ("memories", EVERY_MEMORY_FILTER, "memory_filter_columns")],
+)
+def test_every_column_a_filter_reads_is_in_its_covering_index(kind, filters, index):
+    read = filter_columns_read(kind, filters)
+    assert {"team_id", "updated_at" if kind == "lessons" else "occurred_at"} <= read
+    assert read <= index_columns(index), f"add {sorted(read - index_columns(index))} to the index (migration)"
+
+
+def test_a_person_search_text_match_is_the_one_filter_left_uncovered():
+    extra = filter_columns_read("memories", SearchFilters(person_like="jon")) - index_columns("memory_filter_columns")
+    assert extra == {"content", "details"}
