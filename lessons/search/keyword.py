@@ -35,7 +35,9 @@ has tens of thousands of postings. The leg reads only what can matter, in one st
    (the factor covers the team's average length having grown since the impacts were written: a
    longer average only raises today's term factor, by at most that ratio).
 5. **Threshold and completion.** theta = the k-th best partial score among rows that pass the
-   caller's filter (walked best first, so the filter is checked for few rows). Every filtered row
+   caller's filter (walked best first, so the filter is checked for few rows; each check is an
+   index-only scan of the kind's covering index of the filter columns, migration 0009, not a heap
+   fetch: at 300,000 lessons that took a filtered search's p95 from 100.5 to 80.6 ms). Every filtered row
    whose partial score plus its missing terms' bounds reaches theta has those postings read by
    primary key; its score is then exact. The top k of those exact scores is the answer.
 6. **Certainty.** A row in no head at all scores at most the sum of the bounds. If that is below
