@@ -20,8 +20,8 @@ EMBEDDING_DIMENSIONS = 384
 SHORT_TERM_LENGTH = 64
 # The columns search filters read (lessons/search/filters.py), carried by each kind's covering
 # index: the BM25 leg checks the filter row by row as it walks its heads, and at 300,000 lessons
-# those heap fetches were most of a filtered search's time. A person search's text match
-# (content, details) is the one filter not covered.
+# fetching each row from the table instead took a filtered search's p95 from 80.6 to 100.5 ms.
+# A person search's text match (content, details) is the one filter not covered.
 LESSON_FILTER_COLUMNS = ["team", "status", "category", "tech_stacks", "project_types", "tags", "updated_at"]
 MEMORY_FILTER_COLUMNS = ["team", "current_version", "categories", "importance", "people", "emotions", "occurred_at",
                          "created_at"]

@@ -1,14 +1,17 @@
 """Every filter is applied inside every leg: a second team holds the very same rows (so it would
 rank as high as the first if anything leaked), and each filter is checked in each mode."""
 
+import re
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
 from lessons.models import Lesson, Memory
 from lessons.search import SearchFilters, SearchRequest, search
+from lessons.search.filters import filter_clause
 from tests.search.demo import drop_demo_team, load_demo_team
 
 pytestmark = pytest.mark.django_db
@@ -116,17 +119,11 @@ EVERY_MEMORY_FILTER = SearchFilters(categories=("person",), min_importance=5, pe
 
 
 def filter_columns_read(kind, filters):
-    import re
-
-    from lessons.search.filters import filter_clause
-
     sql, _ = filter_clause(kind=kind, team_id=1, filters=filters)
     return set(re.findall(r"\bt\.(\w+)", sql))
 
 
 def index_columns(name):
-    from django.db import connection
-
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT a.attname FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid"
