@@ -1,7 +1,15 @@
 import pytest
 
+from lessons.search.parallel import close_worker_connections
 from tests.factories import TeamFactory
 from tests.search.demo import drop_demo_team, load_demo_team
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """The test database, whose drop at the end must not find the search workers' connections."""
+    yield
+    close_worker_connections()
 
 
 @pytest.fixture

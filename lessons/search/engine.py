@@ -41,12 +41,14 @@ of 150, for the same nDCG@10). Then:
    stack, category or title word: `nextjs`, `RLS`) come first, then by score;
 4. relevance: the (absolute) weighted score against settings.SEARCH_RELEVANCE_THRESHOLDS.
 
-Budget: one encode per query text and two SQL statements (statements.py). The encodes (primary
+Budget: one encode per query text and three SQL statements (statements.py). The encodes (primary
 and contextual, each on a worker thread, encode.py) run while a probe of the stored document
 frequencies picks the BM25 leg's plan (keyword.py) and statement 1 (BM25 and exact-term legs:
-ids and scores) runs; statement 2 runs the semantic legs, drops the semantic-only
-candidates under the floor and fetches the fields and similarities of the rest. `text` mode (and a
-search without a model) is statement 1 alone, with the fields; an encode failing after
+ids and scores) runs; in a hybrid search statement 2a (the semantic legs: ids and cosines) runs
+on a second connection as soon as the encode ends, beside statement 1 (parallel.py; inside a
+transaction it runs after it, on the same connection); statement 2b drops the semantic-only
+candidates under the floor and fetches the fields and similarities of the rest. `text` mode (and
+a search without a model) is statement 1 alone, with the fields; an encode failing after
 statement 1 costs a second statement for the fields.
 Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
 the most recently updated rows, `fallback="recency"`.
@@ -64,13 +66,16 @@ from lessons.search.exact import EXACT_TIER_MAX_TERMS
 from lessons.search.filters import filter_clause
 from lessons.search.hits import candidate_from_row, hit_from_candidate, recency_hits, respond
 from lessons.search.kinds import SEARCH_KINDS
+from lessons.search.parallel import legs_beside_allowed, result_or_none, run_beside
 from lessons.search.semantic import vector_literal
 from lessons.search.statements import (
+    LEG_NAMES,
     Scope,
+    candidate_statement,
     keyword_statement,
     recent_rows,
     rows_with_fields,
-    semantic_statement,
+    semantic_legs,
 )
 from lessons.search.types import SearchRequest, SearchResponse
 from lessons.search.validation import validate
@@ -112,9 +117,14 @@ def search(*, request: SearchRequest) -> SearchResponse:
             span=settings.SEARCH_QUERY_LENGTH_SPAN,
         )
 
-    # Encode and query at once: statement 1 runs while the model encodes on the other core.
+    # Encode and query at once: statement 1 runs while the model encodes on the other core, and in
+    # a hybrid search a worker thread runs the semantic legs on its own connection as soon as the
+    # encode ends (parallel.py).
     encoding = encode_in_background([query] + ([contextual] if contextual else [])) if request.mode != "text" else None
     model_off = request.mode != "text" and model_unavailable_reason() is not None
+    beside = None
+    if encoding is not None and request.mode == "hybrid" and not model_off and legs_beside_allowed():
+        beside = run_beside(_encoded_semantic_legs, encoding=encoding, scope=scope, limit=per_leg)
     keyword_legs = dict(scope=scope, team_id=request.team.pk, keyword_query=keyword_query, term_forms=term_forms,
                         limit=per_leg)
     tick = perf_counter()
@@ -124,24 +134,31 @@ def search(*, request: SearchRequest) -> SearchResponse:
                                                      with_fields=request.mode == "text" or model_off)
     # 1 when the keyword leg's heads could not prove their top k is BM25's (keyword.py)
     keyword_unproved = leg_counts.pop("keyword_unproved", 0)
-    sql_ms = _ms(tick)
+    timings["sql"] = _ms(tick)
 
-    vectors, degraded_reason = [], None
-    if encoding is not None:
+    vectors, semantic, degraded_reason = [], None, None
+    encoded = result_or_none(beside) if beside is not None else None
+    if encoded is not None:
+        vectors, degraded_reason, timings["embed"], semantic, legs_ms = encoded
+        timings["sql"] += legs_ms  # on the other connection, beside statement 1
+    elif encoding is not None:
         vectors, degraded_reason, timings["embed"] = encoding.result()
     use_semantic = bool(vectors)
     use_keyword = request.mode != "semantic" or not use_semantic  # semantic mode without a model: words
     tick = perf_counter()
     rows, union = keyword_rows, None
     if use_semantic:
+        literals = [vector_literal(vector) for vector in vectors]
+        if semantic is None:
+            semantic = semantic_legs(scope=scope, vectors=literals, limit=per_leg)
         floor = requested_floor
-        rows, semantic_counts, union = semantic_statement(
-            scope=scope, vectors=[vector_literal(v) for v in vectors], keyword_rows=keyword_rows, limit=per_leg,
+        rows, union = candidate_statement(
+            scope=scope, vectors=literals, semantic=semantic, keyword_rows=keyword_rows,
             floor=settings.SEARCH_SIMILARITY_FLOOR if floor is None else floor,
             band=settings.SEARCH_SIMILARITY_BAND if floor is None else None,
             feedback=_feedback(vectors[0]),
         )
-        leg_counts = {**semantic_counts, **leg_counts}
+        leg_counts = {**{LEG_NAMES[name]: len(found) for name, found in semantic.items()}, **leg_counts}
     elif request.mode == "semantic":
         degraded_reason = f"{degraded_reason}; semantic mode answered by keywords and quality"
         exact_terms = query_exact_terms
@@ -149,7 +166,7 @@ def search(*, request: SearchRequest) -> SearchResponse:
         keyword_unproved = leg_counts.pop("keyword_unproved", 0)
     elif request.mode == "hybrid" and not model_off:
         rows = rows_with_fields(kind=kind, keyword_rows=keyword_rows)  # the encode failed
-    timings["sql"] = sql_ms + _ms(tick)
+    timings["sql"] += _ms(tick)
 
     # --- fuse ------------------------------------------------------------------------------------
     tick = perf_counter()
@@ -192,6 +209,17 @@ def search(*, request: SearchRequest) -> SearchResponse:
     hits = [hit_from_candidate(request=request, kind=kind, candidate=c, plan=plan) for c in ranked]
     return respond(request=request, hits=hits, timings=timings, started=started, degraded_reason=degraded_reason,
                    fallback=None, candidates=counts, keywords=keywords)
+
+
+def _encoded_semantic_legs(*, encoding, scope: Scope, limit: int):
+    """On a worker thread: wait for the encode, then run the semantic legs on this thread's
+    connection. Returns (vectors, degraded reason, encode ms, the legs or None, legs ms)."""
+    vectors, degraded_reason, embed_ms = encoding.result()
+    if not vectors:
+        return vectors, degraded_reason, embed_ms, None, 0.0
+    tick = perf_counter()
+    legs = semantic_legs(scope=scope, vectors=[vector_literal(vector) for vector in vectors], limit=limit)
+    return vectors, degraded_reason, embed_ms, legs, _ms(tick)
 
 
 def _feedback(query_vector) -> dict | None:

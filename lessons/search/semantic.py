@@ -38,14 +38,11 @@ def semantic_leg_sql(*, table: str, vector: str, filter_sql: str, filter_params:
     return sql, [vector, *filter_params, vector, limit]
 
 
-def feedback_vector_sql(*, table: str, leg: str, k: int) -> str:
-    """Dense pseudo-relevance feedback: the query moved toward the centroid of its `k` nearest
-    rows (from the semantic leg `leg`), as one vector: avg(their embeddings) + query / beta. The
-    query part is sent pre-divided by beta, since cosine ignores the vector's length. No extra
-    encode; the centroid stays in the database. It is not a leg of its own: every candidate's
-    cosine to it is its S. Its own HNSW lookup brought no candidate that changed nDCG@10 on any
-    dev set and cost 3-4 ms a search."""
-    return (
-        f"SELECT avg(t.embedding) + %s::vector AS v FROM (SELECT id FROM {leg} ORDER BY similarity DESC LIMIT {int(k)})"
-        f" AS top JOIN {table} AS t ON t.id = top.id"
-    )
+def feedback_vector_sql(*, table: str) -> str:
+    """Dense pseudo-relevance feedback: the query moved toward the centroid of its k nearest rows
+    (the primary semantic leg's first k ids, a parameter after the query), as one vector:
+    avg(their embeddings) + query / beta. The query part is sent pre-divided by beta, since cosine
+    ignores the vector's length. No extra encode; the centroid stays in the database. It is not a
+    leg of its own: every candidate's cosine to it is its S. Its own HNSW lookup brought no
+    candidate that changed nDCG@10 on any dev set and cost 3-4 ms a search."""
+    return f"SELECT avg(t.embedding) + %s::vector AS v FROM {table} AS t WHERE t.id = ANY(%s::bigint[])"

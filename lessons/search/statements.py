@@ -1,5 +1,5 @@
-"""The search's SQL: statement 1 (keyword and exact-term legs) and statement 2 (semantic legs and
-the fields of every kept candidate), plus the field fetches the fallbacks need.
+"""The search's SQL: statement 1 (keyword and exact-term legs), statement 2a (the semantic legs) and
+statement 2b (the fields of every kept candidate), plus the field fetches the fallbacks need.
 
 Rows come back as dicts of a candidate's fields and signals; the legs' SQL lives in keyword.py,
 exact.py and semantic.py.
@@ -96,46 +96,56 @@ def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_t
     return rows, counts
 
 
-def semantic_statement(*, scope: Scope, vectors: list[str], keyword_rows: list[dict], limit: int,
-                       floor: float, band: float | None = None,
-                       feedback: dict | None = None) -> tuple[list[dict], dict, int]:
-    """Statement 2: the semantic legs, then the fields and similarities of every candidate, the
-    keyword legs' included (their signals are carried over from statement 1). Semantic-only
-    candidates under the floor are dropped here, so their fields never leave the database. With a
-    `band`, the floor adapts to the query: min(floor, best similarity among the candidates - band).
-    With `feedback` ({"k", "query_over_beta"}), every candidate also gets its cosine to the query
-    moved toward its k nearest rows (semantic.py, `sim_f`).
-    Returns the rows, each semantic leg's count and the size of the union before the floor."""
+def semantic_legs(*, scope: Scope, vectors: list[str], limit: int) -> dict[str, list[tuple[int, float]]]:
+    """Statement 2a: the semantic legs alone (HNSW), each leg's (id, cosine), nearest first: `sem_p`
+    for the primary query, `sem_c` for the contextual one. It reads nothing statement 1 found, so
+    it can run on a connection of its own at the same time (parallel.py)."""
     kind = scope.kind
-    ctes = [("sem_p", *semantic_leg_sql(table=kind.table, vector=vectors[0], filter_sql=scope.filter_sql,
+    legs = [("sem_p", *semantic_leg_sql(table=kind.table, vector=vectors[0], filter_sql=scope.filter_sql,
                                         filter_params=scope.filter_params, limit=limit))]
     if len(vectors) > 1:
-        ctes.append(("sem_c", *semantic_leg_sql(table=kind.table, vector=vectors[1], filter_sql=scope.filter_sql,
+        legs.append(("sem_c", *semantic_leg_sql(table=kind.table, vector=vectors[1], filter_sql=scope.filter_sql,
                                                 filter_params=scope.filter_params, limit=limit)))
-    names = [name for name, _, _ in ctes]
-    similarities = [f"1 - (t.embedding <=> %s::vector) AS sim_{name[-1]}" for name in names]
-    similarity_params = list(vectors)
-    if feedback is not None:  # not a leg: the vector every candidate's S is measured from
-        ctes.append(("feedback", feedback_vector_sql(table=kind.table, leg="sem_p", k=feedback["k"]),
-                     [feedback["query_over_beta"]]))
-        similarities.append("1 - (t.embedding <=> (SELECT v FROM feedback)) AS sim_f")
-    keyword_ids = [row["id"] for row in keyword_rows]
     prefix, params = session_settings_sql()
-    params = [*params, *(value for _, _, cte_params in ctes for value in cte_params), *similarity_params, keyword_ids]
-    columns = [
-        *field_columns(kind),
-        *(f"s.sim_{name[-1]}" for name in names),
-        *(["s.sim_f"] if feedback is not None else []),
-        *(f"({name}.id IS NOT NULL) AS in_{name}" for name in names),
-    ]
-    counts = [
-        *(f"(SELECT count(*) FROM {name}) AS leg_{name}" for name in names),
-        "(SELECT count(*) FROM similarities) AS union_size",
-    ]
-    union = " UNION ".join(f"SELECT id FROM {name}" for name in names)
-    joins = "".join(f" LEFT JOIN {name} ON {name}.id = s.id" for name in names)
+    statement = prefix + " UNION ALL ".join(
+        f"(SELECT '{name}' AS leg, leg.id, leg.similarity FROM ({sql}) AS leg)" for name, sql, _ in legs
+    )
+    params = [*params, *(value for _, _, leg_params in legs for value in leg_params)]
+    found: dict[str, list[tuple[int, float]]] = {name: [] for name, _, _ in legs}
+    for row in fetch_dicts(statement, params):
+        found[row["leg"]].append((row["id"], float(row["similarity"])))
+    for rows in found.values():
+        rows.sort(key=lambda pair: -pair[1])  # relaxed_order: the index may return them slightly out of order
+    return found
+
+
+def candidate_statement(*, scope: Scope, vectors: list[str], semantic: dict[str, list[tuple[int, float]]],
+                        keyword_rows: list[dict], floor: float, band: float | None = None,
+                        feedback: dict | None = None) -> tuple[list[dict], int]:
+    """Statement 2b: the fields and similarities of every candidate, the semantic legs' and the
+    keyword legs' (whose signals are carried over from statement 1). Semantic-only candidates under
+    the floor are dropped here, so their fields never leave the database. With a `band`, the floor
+    adapts to the query: min(floor, best similarity among the candidates - band). With `feedback`
+    ({"k", "query_over_beta"}), every candidate also gets its cosine to the query moved toward the
+    primary leg's k nearest rows (semantic.py, `sim_f`).
+    Returns the rows and the size of the union before the floor."""
+    kind = scope.kind
+    names = list(semantic)
+    keyword_ids = [row["id"] for row in keyword_rows]
+    union_ids = list(dict.fromkeys([*(row_id for name in names for row_id, _ in semantic[name]), *keyword_ids]))
+    similarities = [f"1 - (t.embedding <=> %s::vector) AS sim_{name[-1]}" for name in names]
+    params: list = list(vectors[: len(names)])
+    ctes = ""
+    if feedback is not None:  # not a leg: the vector every candidate's S is measured from
+        nearest = [row_id for row_id, _ in semantic.get("sem_p", [])[: feedback["k"]]]
+        ctes = f"feedback AS MATERIALIZED ({feedback_vector_sql(table=kind.table)}), "
+        params[:0] = [feedback["query_over_beta"], nearest]
+        similarities.append("1 - (t.embedding <=> (SELECT v FROM feedback)) AS sim_f")
+    params.append(union_ids)
+    columns = [*field_columns(kind), *(f"s.sim_{name[-1]}" for name in names),
+               *(["s.sim_f"] if feedback is not None else [])]
     floor_sql = ""
-    if floor > 0:
+    if floor > 0 and names:
         # The query's own cosines decide (the feedback similarity runs higher by construction).
         sims = [f"s.sim_{name[-1]}" for name in names]
         best = sims[0] if len(sims) == 1 else f"greatest({', '.join(sims)})"
@@ -144,22 +154,22 @@ def semantic_statement(*, scope: Scope, vectors: list[str], keyword_rows: list[d
         params.extend([keyword_ids, floor, *([] if band is None else [band])])
     # `similarities` is materialised so that the floor filters the candidates alone: inlined, the
     # planner pushed it into a scan of the whole table (a cosine for every row, 16 ms on SciFact).
-    # `id = ANY(ARRAY(...))` reads the candidates by primary key (2.5 ms less than a join there).
-    # The leg counts ride on a one-row table, so they arrive even when the floor leaves no row.
+    # The union's size rides on a one-row table, so it arrives even when the floor leaves no row.
     statement = (
-        prefix
-        + "WITH " + ", ".join(f"{name} AS MATERIALIZED ({sql})" for name, sql, _ in ctes)
-        + f", similarities AS MATERIALIZED (SELECT t.id, {', '.join(similarities)}"
-        + f" FROM {kind.table} AS t WHERE t.id = ANY(ARRAY({union} UNION SELECT unnest(%s::bigint[]))))"
-        + f" SELECT counts.*, kept.* FROM (SELECT {', '.join(counts)}) AS counts LEFT JOIN ("
-        + f"SELECT {', '.join(columns)} FROM similarities AS s JOIN {kind.table} AS t ON t.id = s.id{joins}{floor_sql}"
-        + ") AS kept ON true"
+        f"WITH {ctes}similarities AS MATERIALIZED (SELECT t.id, {', '.join(similarities)}"
+        f" FROM {kind.table} AS t WHERE t.id = ANY(%s::bigint[]))"
+        " SELECT counts.union_size, kept.* FROM (SELECT count(*) AS union_size FROM similarities) AS counts"
+        f" LEFT JOIN (SELECT {', '.join(columns)} FROM similarities AS s JOIN {kind.table} AS t ON t.id = s.id"
+        f"{floor_sql}) AS kept ON true"
     )
     rows = fetch_dicts(statement, params)
-    counts = {LEG_NAMES[name]: rows[0][f"leg_{name}"] for name in names}
     union_size = rows[0]["union_size"]
     rows = with_keyword_signals([row for row in rows if row["id"] is not None], keyword_rows)
-    return rows, counts, union_size
+    for name in names:
+        found = {row_id for row_id, _ in semantic[name]}
+        for row in rows:
+            row[f"in_{name}"] = row["id"] in found
+    return rows, union_size
 
 
 def rows_with_fields(*, kind: SearchKind, keyword_rows: list[dict]) -> list[dict]:
