@@ -250,9 +250,10 @@ SEARCH_RELEVANCE_THRESHOLDS = {"high": 0.55, "medium": 0.3}
 # pgvector 0.8 iterative index scans, so that a selective filter still fills the page.
 SEARCH_HNSW_EF_SEARCH = env.int("SEARCH_HNSW_EF_SEARCH", default=100)
 SEARCH_HNSW_MAX_SCAN_TUPLES = env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", default=20_000)
-# A hybrid search runs its semantic legs on a second connection, beside the keyword legs
-# (lessons/search/parallel.py): up to this many extra connections per process; 0 runs them after.
-SEARCH_PARALLEL_LEGS = env.int("SEARCH_PARALLEL_LEGS", default=4)
+# A hybrid search runs its semantic legs on a second connection, beside the keyword legs, while
+# at most this many searches are under way in its process (lessons/search/parallel.py): 1 = only
+# a search alone in its process; each is one more connection; 0 never.
+SEARCH_PARALLEL_LEGS = env.int("SEARCH_PARALLEL_LEGS", default=1)
 # Learning from use (issue 14; lessons/search/usage.py has the signal). The quality part gains
 # SEARCH_USAGE_WEIGHT x usage (capped at 1), so a used row's score rises by at most
 # w_quality x SEARCH_USAGE_WEIGHT (0.1 at the defaults). 0 turns the signal off.

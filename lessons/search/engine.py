@@ -45,8 +45,9 @@ Budget: one encode per query text and three SQL statements (statements.py). The 
 and contextual, each on a worker thread, encode.py) run while a probe of the stored document
 frequencies picks the BM25 leg's plan (keyword.py) and statement 1 (BM25 and exact-term legs:
 ids and scores) runs; in a hybrid search statement 2a (the semantic legs: ids and cosines) runs
-on a second connection as soon as the encode ends, beside statement 1 (parallel.py; inside a
-transaction it runs after it, on the same connection); statement 2b drops the semantic-only
+on a second connection as soon as the encode ends, beside statement 1, when the search is alone
+in its process (parallel.py; under load and inside a transaction it runs after statement 1, on
+the same connection); statement 2b drops the semantic-only
 candidates under the floor and fetches the fields and similarities of the rest. `text` mode (and
 a search without a model) is statement 1 alone, with the fields; an encode failing after
 statement 1 costs a second statement for the fields.
@@ -66,7 +67,7 @@ from lessons.search.exact import EXACT_TIER_MAX_TERMS
 from lessons.search.filters import filter_clause
 from lessons.search.hits import candidate_from_row, hit_from_candidate, recency_hits, respond
 from lessons.search.kinds import SEARCH_KINDS
-from lessons.search.parallel import legs_beside_allowed, result_or_none, run_beside
+from lessons.search.parallel import legs_beside_allowed, result_or_none, run_beside, search_under_way
 from lessons.search.semantic import vector_literal
 from lessons.search.statements import (
     LEG_NAMES,
@@ -93,6 +94,11 @@ def search_leg_limit(limit: int) -> int:
 
 def search(*, request: SearchRequest) -> SearchResponse:
     """Run one search. Raises SearchRequestError for a request it cannot run."""
+    with search_under_way():  # a busy process runs the semantic legs after statement 1 (parallel.py)
+        return _search(request=request)
+
+
+def _search(*, request: SearchRequest) -> SearchResponse:
     started = perf_counter()
     weights, requested_floor = validate(request)
     kind = SEARCH_KINDS[request.kind]

@@ -11,7 +11,7 @@ from django.db import OperationalError, connection, transaction
 from django.test import override_settings
 
 from lessons.search import SearchRequest, engine, search
-from lessons.search.parallel import close_worker_connections
+from lessons.search.parallel import close_worker_connections, search_under_way
 from lessons.services.embeddings import embedding_refresh
 from lessons.services.lessons import lesson_create
 from tests.search.demo import load_demo_team
@@ -71,12 +71,29 @@ def test_legs_beside_give_the_same_answer_as_one_connection(demo_team, legs_thre
 def test_worker_connections_close_on_request(demo_team, legs_threads):
     close_worker_connections()
     before = backends_of_this_database()
-    with override_settings(SEARCH_PARALLEL_LEGS=2):
+    with override_settings(SEARCH_PARALLEL_LEGS=1):
         assert run(demo_team, "database security").results
         assert legs_threads[-1].startswith("search-legs")
         assert backends_of_this_database() == before + 1  # the worker keeps its connection (CONN_MAX_AGE)
         close_worker_connections()
     assert backends_of_this_database() == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_busy_process_runs_the_legs_after_statement_one(demo_team, legs_threads):
+    """Another search under way in this process (as a concurrent request would be): under load the
+    cores are busy already, and a second connection per search only costs."""
+    main = threading.current_thread().name
+    with override_settings(SEARCH_PARALLEL_LEGS=1):
+        with search_under_way():
+            busy = run(demo_team, "database security")
+        alone = run(demo_team, "database security")
+        with override_settings(SEARCH_PARALLEL_LEGS=2), search_under_way():
+            two_allowed = run(demo_team, "database security")
+    assert legs_threads[0] == main
+    assert legs_threads[1].startswith("search-legs") and legs_threads[2].startswith("search-legs")
+    assert answer(busy) == answer(alone) == answer(two_allowed)
+    close_worker_connections()
 
 
 @pytest.mark.django_db
