@@ -47,10 +47,10 @@ frequencies picks the BM25 leg's plan (keyword.py) and statement 1 (BM25 and exa
 ids and scores) runs; in a hybrid search statement 2a (the semantic legs: ids and cosines) runs
 on a second connection as soon as the encode ends, beside statement 1, when the search is alone
 in its process (parallel.py; under load and inside a transaction it runs after statement 1, on
-the same connection); statement 2b drops the semantic-only
-candidates under the floor and fetches the fields and similarities of the rest. `text` mode (and
-a search without a model) is statement 1 alone, with the fields; an encode failing after
-statement 1 costs a second statement for the fields.
+the same connection); statement 2b drops the semantic-only candidates under the floor and
+fetches the fields and similarities of the rest. `text` mode (and a search without a model) is
+statement 1 alone, with the fields; an encode failing after statement 1 costs a second statement
+for the fields.
 Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
 the most recently updated rows, `fallback="recency"`.
 """
@@ -142,19 +142,19 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     keyword_unproved = leg_counts.pop("keyword_unproved", 0)
     timings["sql"] = _ms(tick)
 
-    vectors, semantic, degraded_reason = [], None, None
+    vectors, literals, semantic, degraded_reason = [], [], None, None
     encoded = result_or_none(beside) if beside is not None else None
     if encoded is not None:
-        vectors, degraded_reason, timings["embed"], semantic, legs_ms = encoded
+        vectors, literals, degraded_reason, timings["embed"], semantic, legs_ms = encoded
         timings["sql"] += legs_ms  # on the other connection, beside statement 1
     elif encoding is not None:
         vectors, degraded_reason, timings["embed"] = encoding.result()
+        literals = [vector_literal(vector) for vector in vectors]
     use_semantic = bool(vectors)
     use_keyword = request.mode != "semantic" or not use_semantic  # semantic mode without a model: words
     tick = perf_counter()
     rows, union = keyword_rows, None
     if use_semantic:
-        literals = [vector_literal(vector) for vector in vectors]
         if semantic is None:
             semantic = semantic_legs(scope=scope, vectors=literals, limit=per_leg)
         floor = requested_floor
@@ -219,13 +219,15 @@ def _search(*, request: SearchRequest) -> SearchResponse:
 
 def _encoded_semantic_legs(*, encoding, scope: Scope, limit: int):
     """On a worker thread: wait for the encode, then run the semantic legs on this thread's
-    connection. Returns (vectors, degraded reason, encode ms, the legs or None, legs ms)."""
+    connection. Returns (vectors, their pgvector literals, degraded reason, encode ms, the legs or
+    None, legs ms)."""
     vectors, degraded_reason, embed_ms = encoding.result()
+    literals = [vector_literal(vector) for vector in vectors]
     if not vectors:
-        return vectors, degraded_reason, embed_ms, None, 0.0
+        return vectors, literals, degraded_reason, embed_ms, None, 0.0
     tick = perf_counter()
-    legs = semantic_legs(scope=scope, vectors=[vector_literal(vector) for vector in vectors], limit=limit)
-    return vectors, degraded_reason, embed_ms, legs, _ms(tick)
+    legs = semantic_legs(scope=scope, vectors=literals, limit=limit)
+    return vectors, literals, degraded_reason, embed_ms, legs, _ms(tick)
 
 
 def _feedback(query_vector) -> dict | None:
