@@ -122,7 +122,11 @@ if env("DATABASE_URL", default=""):
 else:
     from memory_site.embedded_db import embedded_database_settings
 
-    DATABASES = {"default": embedded_database_settings(data_dir=EMBEDDED_POSTGRES_DIR)}
+    DATABASES = {"default": embedded_database_settings(
+        data_dir=EMBEDDED_POSTGRES_DIR,
+        # the server's buffer cache; default a quarter of memory, 128 MB to 2 GB (embedded_db.py)
+        shared_buffers=env("EMBEDDED_POSTGRES_SHARED_BUFFERS", default=None),
+    )}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})["NAME"] = env("TEST_DATABASE_NAME", default=None)
