@@ -102,6 +102,18 @@ class KeywordCandidate:
     scanned: bool = False  # every posting was scored (the plan, design 2), not the heads
 
 
+# Memory for the leg's hash aggregates (per row: its partial score and matched terms). PostgreSQL
+# sizes an array_agg group at 8 kB when it plans, so with the default work_mem (4 MB) a hash of
+# more than about 1,000 rows spilled to disk: every heads search on a large team (3,000 head
+# postings, 2,000 rows) wrote temporary files. Set for the statement only (SET LOCAL).
+KEYWORD_WORK_MEM = "32MB"
+
+
+def keyword_session_sql() -> str:
+    """SET LOCAL statements sent in the same round trip as the leg (so they end with its transaction)."""
+    return f"SET LOCAL work_mem = '{KEYWORD_WORK_MEM}'; "
+
+
 def bm25_parameters() -> tuple[float, float, dict[str, float]]:
     configured = {**DEFAULT_BM25, **getattr(settings, "SEARCH_BM25", {})}
     weights = {**DEFAULT_BM25["FIELD_WEIGHTS"], **configured.get("FIELD_WEIGHTS", {})}
@@ -369,7 +381,9 @@ def keyword_candidates(
     statement = keyword_leg_sql(kind=kind, team_id=team_id, query=query, filter_sql=filter_sql,
                                 filter_params=filter_params, limit=limit, head=head)
     with connection.cursor() as cursor:
-        cursor.execute(*statement)
+        cursor.execute(keyword_session_sql() + statement[0], statement[1])
+        while cursor.description is None and cursor.nextset():  # past the SET LOCAL
+            pass
         rows = cursor.fetchall()
     if fallback is None:
         fallback = exact_fallback()

@@ -12,7 +12,7 @@ from django.test import override_settings
 
 from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, search
-from lessons.search.keyword import keyword_candidates, keyword_leg_sql, keyword_plan
+from lessons.search.keyword import keyword_candidates, keyword_leg_sql, keyword_plan, keyword_session_sql
 from lessons.services.keyword_index import keyword_impacts_refresh, keyword_index_state
 from lessons.services.lessons import lesson_delete, lesson_update
 from tests.factories import LessonFactory
@@ -197,3 +197,38 @@ def test_refresh_command_reports_what_it_did_and_refuses_bad_input(team, capsys)
         call_command("refresh_keyword_impacts", "--team", "nobody")
     with pytest.raises(CommandError, match="--threshold"):
         call_command("refresh_keyword_impacts", "--threshold", "0.5")
+
+
+def _temp_blocks_written(plan: dict) -> int:
+    return plan.get("Temp Written Blocks", 0) + sum(_temp_blocks_written(child) for child in plan.get("Plans", []))
+
+
+def test_the_heads_keep_their_per_row_aggregates_in_memory(team):
+    """PostgreSQL plans an array_agg group at 8 kB, so with the default work_mem the heads' hash of
+    more than about 1,000 rows spilled to temporary files; the leg's own work_mem keeps it in memory."""
+    corpus(team, rows=1500, extra_words=4)
+    sql, params = keyword_leg_sql(kind="lessons", team_id=team.id, query="cache pool queue", filter_sql="t.team_id = %s",
+                                  filter_params=[team.id], limit=50, head=1500)
+    written = {}
+    with connection.cursor() as cursor:
+        for setting in ("RESET work_mem; ", keyword_session_sql()):
+            cursor.execute(setting + "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params)
+            while cursor.description is None and cursor.nextset():
+                pass
+            written[setting] = _temp_blocks_written(cursor.fetchone()[0][0]["Plan"])
+    assert written["RESET work_mem; "] > 0  # the default spills: this test measures something
+    assert written[keyword_session_sql()] == 0
+
+
+@pytest.mark.django_db(transaction=True)  # outside a transaction, as a web request runs a search
+def test_the_legs_memory_setting_ends_with_its_statement(team):
+    corpus(team, rows=30)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW work_mem")
+        before = cursor.fetchone()[0]
+    search(request=SearchRequest(team=team, query="cache pool", mode="text"))
+    keyword_candidates(kind="lessons", team_id=team.id, query="cache pool", filter_sql="t.team_id = %s",
+                       filter_params=[team.id], limit=10)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW work_mem")
+        assert cursor.fetchone()[0] == before
