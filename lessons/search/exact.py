@@ -16,6 +16,16 @@ EXACT_TIER_MAX_TERMS = 3
 EXACT_LEG_SCAN = 500
 
 
+def exact_session_sql() -> str:
+    """SET LOCAL statements sent in the same round trip as the leg. The carriers it reads are the
+    first EXACT_LEG_SCAN a scan meets, and PostgreSQL starts a sequential scan of a table larger
+    than a quarter of shared_buffers where the last one stopped (synchronize_seqscans): at 300,000
+    lessons the same one-word query then got a different sample, and different answers, each time
+    another query had scanned the table (6 runs, 6 answers). Off, every scan starts at the
+    table's first page, so the sample and the answer stay the same."""
+    return "SET LOCAL synchronize_seqscans = off; "
+
+
 def exact_leg_sql(*, kind: SearchKind, terms: list[str], forms: dict[str, list[str]], filter_sql: str,
                   filter_params: list, limit: int) -> tuple[str, list]:
     """One SELECT (id) of the rows carrying every term in one of its stored spellings."""
@@ -36,7 +46,8 @@ def exact_leg_sql(*, kind: SearchKind, terms: list[str], forms: dict[str, list[s
         tsquery = " && ".join(term_queries)
         conditions.insert(0, f"(numnode({tsquery}) = 0 OR t.search_vector @@ ({tsquery}))")
         params[:0] = [*query_params, *query_params]
-    # At most EXACT_LEG_SCAN rows carrying the terms are read, in no order, then ranked by quality:
+    # At most EXACT_LEG_SCAN rows carrying the terms are read, in no order (the first a scan meets,
+    # see exact_session_sql), then ranked by quality:
     # ordering every carrier first read 15,000 rows for a common tag at 300,000 lessons (250 ms).
     # Past that many carriers the leg is a sample; the BM25 leg's heads still bring the best of them.
     order_columns = sorted(set(re.findall(r"\bt\.(\w+)", kind.exact_order)) - {"id"})

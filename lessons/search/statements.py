@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from django.db import connection
 
-from lessons.search.exact import exact_leg_sql
+from lessons.search.exact import exact_leg_sql, exact_session_sql
 from lessons.search.keyword import exact_fallback, keyword_leg_sql, keyword_plan, keyword_session_sql
 from lessons.search.kinds import TIMESTAMPS, SearchKind
 from lessons.search.semantic import feedback_vector_sql, semantic_leg_sql, session_settings_sql
@@ -80,7 +80,7 @@ def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_t
     # The verdict rides on a one-row table, so it arrives even when no row does.
     verdict = "(SELECT coalesce(bool_and(certain), true) FROM kw_p)" if "kw_p" in names else "true"
     statement = (
-        (keyword_session_sql() if "kw_p" in names else "")
+        (keyword_session_sql() if "kw_p" in names else "") + (exact_session_sql() if "ex" in names else "")
         + "WITH " + ", ".join(f"{name} AS MATERIALIZED ({sql})" for name, sql, _ in ctes)
         + f", candidate_ids AS ({union}) SELECT verdict.kw_certain, found.* FROM (SELECT {verdict} AS kw_certain)"
         + f" AS verdict LEFT JOIN (SELECT {', '.join(columns)} FROM candidate_ids AS c{joins}) AS found ON true"

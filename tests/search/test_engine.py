@@ -14,6 +14,7 @@ from lessons.embedding.backends import SentenceTransformerBackend
 from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, SearchRequestError, search
 from lessons.search.scoring import canonical
+from tests.factories import LessonFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -446,3 +447,28 @@ def test_each_leg_brings_three_pages_but_at_most_fifty_beyond_a_large_one(demo_t
     large = run(demo_team, "database security", limit=100)
     assert large.candidates["semantic"] == 150 and large.candidates["keyword"] <= 150
     assert large.results and large.fallback is None
+
+
+def _synchronized_seqscans() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronize_seqscans")
+        return cursor.fetchone()[0]
+
+
+def test_the_exact_leg_reads_its_sample_from_the_start_of_the_table(team):
+    """The exact-term leg reads the first carriers a scan meets; with synchronized scans a large
+    table's scan starts where the last one stopped, and the same query got other answers. The search
+    turns them off for its statement (SET LOCAL: here, inside the test's transaction, it is still off)."""
+    LessonFactory(team=team, title="Store money as integer minor units", tags=["stripe"])
+    assert _synchronized_seqscans() == "on"
+    response = search(request=SearchRequest(team=team, query="stripe", mode="text"))
+    assert response.candidates["exact"] == 1
+    assert _synchronized_seqscans() == "off"
+
+
+@pytest.mark.django_db(transaction=True)  # outside a transaction, as a web request runs a search
+def test_the_exact_legs_scan_setting_ends_with_its_statement(team):
+    LessonFactory(team=team, title="Store money as integer minor units", tags=["stripe"])
+    response = search(request=SearchRequest(team=team, query="stripe", mode="text"))
+    assert response.candidates["exact"] == 1
+    assert _synchronized_seqscans() == "on"
