@@ -19,10 +19,12 @@ candidates (dividing by the best candidate turned flat, meaningless cosines into
   signal (usage.py) for rows agents reported using, capped at 1 (kinds.py).
 - penalty: a lesson naming tech stacks, none of them the caller's, has S halved (seed 000).
 Weights: the request's, else settings.SEARCH_WEIGHTS for short queries (<= 2 content terms) moving
-linearly to settings.SEARCH_WEIGHTS_LONG at 8 terms (short queries lean on meaning, long ones on
-words: measured on the dev sets), renormalised over the parts a search can use
-(text mode and a search without a model have no S; semantic mode no K unless the caller gave a
-tech stack or project type), so every score is 0..1 and means the same across searches.
+linearly to settings.SEARCH_WEIGHTS_LONG at 8 terms for lessons, 4 for memories
+(settings.SEARCH_QUERY_LENGTH_SPAN; short queries lean on meaning, long ones on words, and a
+question about a conversation's memories names what it asks in words: measured on the dev sets),
+renormalised over the parts a search can use (text mode and a search without a model have no S;
+semantic mode no K unless the caller gave a tech stack or project type), so every score is 0..1
+and means the same across searches.
 Because the parts are absolute, a leg with little to say (flat cosines, only common words
 matched) contributes little and differs little between candidates: the other leg ranks.
 
@@ -120,7 +122,7 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     if request.weights is None:  # the caller's own weights are taken as they are
         weights = scoring.query_length_weights(
             weights, settings.SEARCH_WEIGHTS_LONG, terms=len(scoring.query_terms(query, STOP_WORDS)),
-            span=settings.SEARCH_QUERY_LENGTH_SPAN,
+            span=settings.SEARCH_QUERY_LENGTH_SPAN[kind.name],
         )
 
     # Encode and query at once: statement 1 runs while the model encodes on the other core, and in
