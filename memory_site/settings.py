@@ -231,7 +231,7 @@ SEARCH_WEIGHTS = {"semantic": 0.6, "keyword": 0.2, "quality": 0.2}
 SEARCH_WEIGHTS_LONG = {"semantic": 0.3, "keyword": 0.6, "quality": 0.1}
 # Per kind: memories reach the long weights at 4 terms. A question about a conversation names the
 # people and events in words its memories carry, and the model finds one conversation's turns
-# nearly alike (LoCoMo dev: hybrid 0.517 at (2, 8), 0.531 at (2, 4); README, Quality).
+# nearly alike (LoCoMo dev: hybrid 0.517 at (2, 8), 0.532 at (2, 4); README, Quality).
 SEARCH_QUERY_LENGTH_SPAN = {"lessons": (2, 8), "memories": (2, 4)}
 SEARCH_RRF_K = 60
 # Semantic-only candidates below min(FLOOR, the search's best cosine - BAND) are dropped (keyword
