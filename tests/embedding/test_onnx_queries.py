@@ -134,6 +134,28 @@ def test_a_query_encode_never_imports_torch(backend):
     assert result.stdout.strip() == "384 []"
 
 
+def test_loading_the_query_encoder_freezes_what_is_alive_out_of_the_collectors_sight(backend):
+    # A process of its own: freezing is once per process, and this one's encoder loaded long ago.
+    call_command("export_onnx", stdout=StringIO())
+    script = (
+        "import gc, django; django.setup()\n"
+        "from lessons.embedding import get_embedding_backend\n"
+        "before = gc.get_freeze_count()\n"
+        "backend = get_embedding_backend()\n"
+        "backend.embed_query('database security')\n"
+        "assert backend.active_query_runtime == 'onnx', backend.active_query_runtime\n"
+        "print(before, gc.get_freeze_count(), len(gc.get_objects()))\n"
+    )
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "DJANGO_DEBUG": "1"}
+    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=environment, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    before, frozen, still_tracked = map(int, result.stdout.split())
+    assert before == 0
+    assert frozen > 20_000  # Django, ONNX Runtime, the tokenizer: a full collection no longer walks them
+    assert still_tracked < frozen / 10
+
+
 def test_an_unknown_runtime_is_a_configuration_error():
     with pytest.raises(ImproperlyConfigured, match="QUERY_RUNTIME"):
         SentenceTransformerBackend(query_runtime="tensorflow")
