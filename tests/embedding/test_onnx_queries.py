@@ -116,6 +116,13 @@ def test_export_onnx_command_exports_once_then_finds_the_graph_up_to_date(settin
     assert "up to date" in second.getvalue()
 
 
+def _in_a_fresh_process(script: str) -> subprocess.CompletedProcess:
+    """Run `script` in a new Python process with the project's settings (what loads there is its own)."""
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "DJANGO_DEBUG": "1"}
+    return subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=environment, capture_output=True,
+                          text=True, timeout=300)
+
+
 def test_a_query_encode_never_imports_torch(backend):
     call_command("export_onnx", stdout=StringIO())  # what `make install` does; a no-op when done
     script = (
@@ -127,9 +134,7 @@ def test_a_query_encode_never_imports_torch(backend):
         "heavy = sorted(name for name in ('torch', 'sentence_transformers', 'transformers') if name in sys.modules)\n"
         "print(len(vector), heavy)\n"
     )
-    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "DJANGO_DEBUG": "1"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=environment, capture_output=True,
-                            text=True, timeout=300)
+    result = _in_a_fresh_process(script)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "384 []"
 
@@ -146,9 +151,7 @@ def test_loading_the_query_encoder_freezes_what_is_alive_out_of_the_collectors_s
         "assert backend.active_query_runtime == 'onnx', backend.active_query_runtime\n"
         "print(before, gc.get_freeze_count(), len(gc.get_objects()))\n"
     )
-    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "DJANGO_DEBUG": "1"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=environment, capture_output=True,
-                            text=True, timeout=300)
+    result = _in_a_fresh_process(script)
     assert result.returncode == 0, result.stderr
     before, frozen, still_tracked = map(int, result.stdout.split())
     assert before == 0
