@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
+from django.contrib.postgres.fields import ArrayField
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -180,12 +181,16 @@ def _bulk_write(*, items, vectors, hashes, model_name: str) -> set[int]:
     values that were embedded is left alone (it stays stale for the next run)."""
     model = type(items[0])
     columns = embedded_fields(model)
-    row_sql = "(%s::bigint, %s::vector, %s::text" + ", %s::text" * len(columns) + ")"
+    # Tags and tech stacks are varchar arrays; both sides of the guard compare as text[].
+    types = {
+        column: "text[]" if isinstance(model._meta.get_field(column), ArrayField) else "text" for column in columns
+    }
+    row_sql = "(%s::bigint, %s::vector, %s::text" + "".join(f", %s::{types[column]}" for column in columns) + ")"
     params: list = []
     for item, vector, digest in zip(items, vectors, hashes):
         params.extend([item.pk, _vector_literal(vector), digest])
         params.extend(getattr(item, column) for column in columns)
-    guard = " AND ".join(f"t.{column} = v.{column}" for column in columns)
+    guard = " AND ".join(f"t.{column}::{types[column]} = v.{column}" for column in columns)
     sql = f"""
         UPDATE {model._meta.db_table} AS t
            SET embedding = v.embedding, content_hash = v.digest, embedding_model = %s, embedded_at = %s

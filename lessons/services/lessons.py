@@ -2,6 +2,7 @@
 
 from django.db import transaction
 
+from lessons.embedding import embedded_fields
 from lessons.models import Lesson, LessonStatus, Team
 from lessons.services.common import normalise_terms
 from lessons.services.embeddings import embedding_schedule
@@ -17,10 +18,10 @@ EDITABLE_FIELDS = (
     *TERM_FIELDS,
     "status",
 )
-# A change to these changes the embedded text (see lessons.embedding.text.embedding_text).
-# Every status is embedded: accepting a proposal makes it searchable at once, and curators can
-# search proposals and rejected lessons by meaning too.
-EMBEDDED_FIELDS = ("title", "description", "recommendation")
+# A change to these (the text and the label line: tags, tech stacks) changes the
+# embedded text. Every status is embedded: accepting a proposal makes it searchable at once, and
+# curators can search proposals and rejected lessons by meaning too.
+EMBEDDED_FIELDS = embedded_fields(Lesson)
 
 
 def _normalised(fields: dict) -> dict:

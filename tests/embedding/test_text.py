@@ -25,6 +25,16 @@ LESSON_TEXTS = [
     ("   \n   ", "", ""),  # a title of whitespace only: the embedded text is empty
 ]
 
+# (tags, tech_stacks): the label line, written by a raw UPDATE that skips the services.
+LESSON_LABELS = [
+    (["multi-tenant", "rls"], ["postgresql", "django"]),
+    ([], []),  # no labels: no label line, the text is the prose alone
+    ([], ["  react "]),
+    (["", "x"], []),  # an empty tag still takes its place, as array_to_string keeps it
+    (["-"], [" - "]),  # hyphens become spaces, and a line of spaces is no line
+    (["Café-☕\u3000", "日本語"], ["\u2003node"]),
+]
+
 MEMORY_TEXTS = [
     ("Tom plays bass", ""),
     ("  Tom plays bass  ", "  He joined a band in 2019.\n"),
@@ -48,6 +58,32 @@ def test_lesson_text_and_hash_agree_between_python_and_sql(team, title, descript
     python_text = embedding_text(row)
     assert row.sql_text == python_text
     assert row.sql_hash == content_hash(model_name=MODEL_NAME, text=python_text)
+
+
+@pytest.mark.parametrize("tags, tech_stacks", LESSON_LABELS)
+@pytest.mark.parametrize("title, description", [("Title", "Text."), ("   ", "")])
+def test_lesson_label_line_agrees_between_python_and_sql(team, title, description, tags, tech_stacks):
+    lesson = LessonFactory(team=team, title="placeholder")
+    Lesson.objects.filter(pk=lesson.pk).update(
+        title=title, description=description, recommendation="", tags=tags, tech_stacks=tech_stacks
+    )
+    row = Lesson.objects.annotate(
+        sql_text=embedding_text_sql(Lesson), sql_hash=content_hash_sql(model=Lesson, model_name=MODEL_NAME)
+    ).get(pk=lesson.pk)
+    assert row.sql_text == embedding_text(row)
+    assert row.sql_hash == content_hash(model_name=MODEL_NAME, text=embedding_text(row))
+
+
+def test_the_label_line_follows_the_text():
+    lesson = Lesson(
+        title="Use SET LOCAL for the tenant", description="", recommendation="Scope it to the transaction.",
+        category="security", tags=["multi-tenant", "rls"], tech_stacks=["postgresql", "pgbouncer"],
+    )
+    assert embedding_text(lesson) == (
+        "Use SET LOCAL for the tenant\nScope it to the transaction.\nmulti tenant, rls; postgresql, pgbouncer"
+    )
+    assert embedding_text(Lesson(title="T", tags=[], tech_stacks=["go"])) == "T\ngo"
+    assert embedding_text(Lesson(title="T", category="security")) == "T"  # the category is not embedded
 
 
 @pytest.mark.parametrize("content, details", MEMORY_TEXTS)

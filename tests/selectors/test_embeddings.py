@@ -48,13 +48,20 @@ def test_a_raw_update_behind_the_orm_is_caught_and_backfilled(team):
     assert statuses(Lesson) == {kept.pk: "fresh", edited.pk: "fresh"}
 
 
-def test_a_context_or_tag_change_keeps_the_row_fresh(team):
-    """Only title, description and recommendation are embedded."""
+def test_a_context_category_or_status_change_keeps_the_row_fresh_a_tag_change_does_not(team):
+    """Title, description, recommendation, tags and tech stacks are embedded; nothing else."""
     with embeddings_deferred():
         lesson = lesson_create(team=team, title="Pin base images")
     embedding_backfill(kind="lessons")
-    Lesson.objects.filter(pk=lesson.pk).update(context="Found in the Docker build", tags=["docker"], status="rejected")
+    Lesson.objects.filter(pk=lesson.pk).update(
+        context="Found in the Docker build", category="deployment", project_types=["cli"], status="rejected"
+    )
     assert statuses(Lesson) == {lesson.pk: "fresh"}
+    Lesson.objects.filter(pk=lesson.pk).update(tags=["docker"])
+    assert statuses(Lesson) == {lesson.pk: "stale"}
+    embedding_backfill(kind="lessons")
+    Lesson.objects.filter(pk=lesson.pk).update(tech_stacks=["docker"])
+    assert statuses(Lesson) == {lesson.pk: "stale"}
 
 
 def test_a_model_change_makes_every_row_stale(team):

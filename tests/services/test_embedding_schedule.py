@@ -52,8 +52,18 @@ def test_text_change_re_embeds_but_other_changes_do_not(team, django_capture_on_
     first_vector, first_hash = np.asarray(lesson.embedding), lesson.content_hash
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        lesson_update(lesson=lesson, confidence=0.9, tags=["cache"])
+        lesson_update(
+            lesson=lesson, confidence=0.9, context="A Django app.", project_types=["web-app"], category="performance"
+        )
     assert callbacks == []  # neither the embedded text nor the vector changes
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        lesson_update(lesson=lesson, tags=["sessions"], tech_stacks=["redis"])
+    assert len(callbacks) == 1  # the label line is embedded: "sessions; redis"
+    lesson.refresh_from_db()
+    assert status_of(lesson) == "fresh"
+    assert lesson.content_hash != first_hash
+    first_vector, first_hash = np.asarray(lesson.embedding), lesson.content_hash
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         lesson_update(lesson=lesson, description="Every request hit the database for the session row.")
