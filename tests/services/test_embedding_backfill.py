@@ -114,20 +114,26 @@ def test_interrupted_backfill_keeps_its_finished_batches_and_resumes(team):
     assert dict(Lesson.objects.filter(pk__in=first_two).values_list("pk", "embedded_at")) == stamps
 
 
-def test_an_edit_made_while_embedding_is_not_overwritten(team, django_capture_on_commit_callbacks):
-    """A worker reads the row, the model works, a curator saves a new text meanwhile, then the
-    worker writes: the guarded write refuses, the row stays stale, and the edit's own task fixes it."""
+@pytest.mark.parametrize(
+    "edit",
+    [{"title": "Rotate leaked keys within the hour"}, {"tags": ["secrets"]}, {"tech_stacks": ["vault"]}],
+    ids=["title", "tags", "tech_stacks"],
+)
+def test_an_edit_made_while_embedding_is_not_overwritten(team, django_capture_on_commit_callbacks, edit):
+    """A worker reads the row, the model works, a curator saves a new text (or new tags, which are
+    embedded too) meanwhile, then the worker writes: the guarded write refuses, the row stays
+    stale, and the edit's own task fixes it."""
     (lesson,) = make_lessons(team, 1)
     embedding_backfill(kind="lessons")
     original = Lesson.objects.get(pk=lesson.pk)
     read_by_worker = Lesson.objects.get(pk=lesson.pk)  # holds the text as it was before the edit
 
     with django_capture_on_commit_callbacks(execute=False) as edit_tasks:
-        lesson_update(lesson=Lesson.objects.get(pk=lesson.pk), title="Rotate leaked keys within the hour")
+        lesson_update(lesson=Lesson.objects.get(pk=lesson.pk), **edit)
     report = embedding_refresh(items=[read_by_worker])
     assert (report.embedded, report.changed_ids) == (0, [lesson.pk])
     row = Lesson.objects.get(pk=lesson.pk)
-    assert row.title == "Rotate leaked keys within the hour"
+    assert {name: getattr(row, name) for name in edit} == edit
     np.testing.assert_array_equal(np.asarray(row.embedding), np.asarray(original.embedding))
     assert statuses(Lesson) == {lesson.pk: "stale"}
 
