@@ -42,6 +42,16 @@ MEMORY_TEXTS = [
 ]
 
 
+def assert_python_and_sql_agree(model, pk):
+    """The row's text and hash as the database computes them equal the Python functions' on it."""
+    row = model.objects.annotate(
+        sql_text=embedding_text_sql(model), sql_hash=content_hash_sql(model=model, model_name=MODEL_NAME)
+    ).get(pk=pk)
+    python_text = embedding_text(row)
+    assert row.sql_text == python_text
+    assert row.sql_hash == content_hash(model_name=MODEL_NAME, text=python_text)
+
+
 def test_whitespace_is_exactly_what_str_strip_removes():
     every_space = "".join(chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace())
     assert WHITESPACE == every_space
@@ -52,12 +62,7 @@ def test_lesson_text_and_hash_agree_between_python_and_sql(team, title, descript
     lesson = LessonFactory(team=team, title="placeholder")
     # A raw UPDATE keeps the surrounding whitespace the services would have trimmed.
     Lesson.objects.filter(pk=lesson.pk).update(title=title, description=description, recommendation=recommendation)
-    row = Lesson.objects.annotate(
-        sql_text=embedding_text_sql(Lesson), sql_hash=content_hash_sql(model=Lesson, model_name=MODEL_NAME)
-    ).get(pk=lesson.pk)
-    python_text = embedding_text(row)
-    assert row.sql_text == python_text
-    assert row.sql_hash == content_hash(model_name=MODEL_NAME, text=python_text)
+    assert_python_and_sql_agree(Lesson, lesson.pk)
 
 
 @pytest.mark.parametrize("tags, tech_stacks", LESSON_LABELS)
@@ -67,11 +72,7 @@ def test_lesson_label_line_agrees_between_python_and_sql(team, title, descriptio
     Lesson.objects.filter(pk=lesson.pk).update(
         title=title, description=description, recommendation="", tags=tags, tech_stacks=tech_stacks
     )
-    row = Lesson.objects.annotate(
-        sql_text=embedding_text_sql(Lesson), sql_hash=content_hash_sql(model=Lesson, model_name=MODEL_NAME)
-    ).get(pk=lesson.pk)
-    assert row.sql_text == embedding_text(row)
-    assert row.sql_hash == content_hash(model_name=MODEL_NAME, text=embedding_text(row))
+    assert_python_and_sql_agree(Lesson, lesson.pk)
 
 
 def test_the_label_line_follows_the_text():
@@ -90,11 +91,7 @@ def test_the_label_line_follows_the_text():
 def test_memory_text_and_hash_agree_between_python_and_sql(team, content, details):
     memory = MemoryFactory(team=team)
     Memory.objects.filter(pk=memory.pk).update(content=content, details=details)
-    row = Memory.objects.annotate(
-        sql_text=embedding_text_sql(Memory), sql_hash=content_hash_sql(model=Memory, model_name=MODEL_NAME)
-    ).get(pk=memory.pk)
-    assert row.sql_text == embedding_text(row)
-    assert row.sql_hash == content_hash(model_name=MODEL_NAME, text=embedding_text(row))
+    assert_python_and_sql_agree(Memory, memory.pk)
 
 
 def test_embedding_text_trims_and_skips_empty_parts():

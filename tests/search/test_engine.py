@@ -156,14 +156,17 @@ def test_ndcg_helper():
     assert ndcg_at_10(["x", "a"], {"a"}) == pytest.approx(1 / math.log2(3))
 
 
+def judged_mean_ndcg(team, mode: str) -> float:
+    """Mean nDCG@10 of `mode` over the demo judged set."""
+    scores = []
+    for query, numbers in JUDGED.items():
+        relevant = {f"lesson-{n:04d}" for n in numbers}
+        scores.append(ndcg_at_10(ids(run(team, query, mode=mode, limit=10)), relevant))
+    return sum(scores) / len(scores)
+
+
 def test_hybrid_beats_text_only_on_a_judged_set(demo_team):
-    means = {}
-    for mode in ("hybrid", "text", "semantic"):
-        scores = []
-        for query, numbers in JUDGED.items():
-            relevant = {f"lesson-{n:04d}" for n in numbers}
-            scores.append(ndcg_at_10(ids(run(demo_team, query, mode=mode, limit=10)), relevant))
-        means[mode] = sum(scores) / len(scores)
+    means = {mode: judged_mean_ndcg(demo_team, mode) for mode in ("hybrid", "text", "semantic")}
     print("nDCG@10", means)
     assert means["hybrid"] > means["text"] + 0.05
     assert means["hybrid"] >= means["semantic"]
