@@ -13,7 +13,9 @@ from django.db import connection
 from django.utils import timezone
 
 from lessons.embedding import content_hash, embedding_text, get_embedding_backend
+from lessons.evaluation.metrics import ndcg_at_k
 from lessons.models import Lesson, Memory, Team
+from lessons.search import SearchRequest, search
 from lessons.services.embeddings import embedding_refresh, embeddings_deferred
 from lessons.services.imports import import_lessons, import_memories
 
@@ -67,3 +69,30 @@ def _write_known(*, model, rows, hashes, model_name: str) -> None:
 
 def drop_demo_team(*, slug: str) -> None:
     Team.objects.filter(slug=slug).delete()
+
+
+# The demo judged set: queries and the numbers of the demo lessons a curator judged relevant.
+JUDGED = {
+    "database security": {20, 21, 22, 23, 24, 25, 26, 27, 28, 30, 31, 40},
+    "stop users from seeing other customers' data": {20, 21, 23, 24, 25, 26, 31},
+    "login and session handling": {28, 29, 32, 34, 35, 36, 37, 38},
+    "webhooks delivered more than once": {1, 12, 39, 106, 130},
+    "keep form input when the user navigates away": {71, 72, 73, 74, 77, 79},
+    "speed up slow SQL queries": {22, 59, 60, 66, 155, 161},
+    "safe schema changes in production": {50, 51, 52, 64, 127, 135, 145},
+    "nextjs caching": {109, 157, 158},
+    "flaky end-to-end tests": {115, 119, 125, 129},
+    "docker image size": {137, 138, 146, 147},
+    "background job retries": {4, 12, 56, 57, 99, 100, 151},
+    "secret keys leaking": {27, 42, 147, 150, 187},
+}
+
+
+def judged_mean_ndcg(team: Team, mode: str) -> float:
+    """Mean nDCG@10 of `mode` over the demo judged set, by the metric eval_retrieval reports."""
+    scores = []
+    for query, numbers in JUDGED.items():
+        response = search(request=SearchRequest(team=team, query=query, mode=mode, limit=10))
+        judgments = {f"lesson-{n:04d}": 1 for n in numbers}
+        scores.append(ndcg_at_k([hit.external_id for hit in response.results], judgments, 10))
+    return sum(scores) / len(scores)

@@ -5,7 +5,7 @@ import pytest
 
 from lessons.search import SearchRequest, search
 from lessons.services.lessons import lesson_create, lesson_update
-from tests.search.test_engine import judged_mean_ndcg
+from tests.search.demo import judged_mean_ndcg
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,5 @@
 """The engine on the demo data with the real model: the seed's criteria, the budget, fallbacks."""
 
-import math
 import threading
 
 import numpy as np
@@ -15,6 +14,7 @@ from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, SearchRequestError, search
 from lessons.search.scoring import canonical
 from tests.factories import LessonFactory
+from tests.search.demo import judged_mean_ndcg
 
 pytestmark = pytest.mark.django_db
 
@@ -127,43 +127,6 @@ def test_weights_per_request_change_the_ranking(demo_team):
 
 
 # --- judged set: hybrid beats text-only -------------------------------------------------------
-
-JUDGED = {
-    "database security": {20, 21, 22, 23, 24, 25, 26, 27, 28, 30, 31, 40},
-    "stop users from seeing other customers' data": {20, 21, 23, 24, 25, 26, 31},
-    "login and session handling": {28, 29, 32, 34, 35, 36, 37, 38},
-    "webhooks delivered more than once": {1, 12, 39, 106, 130},
-    "keep form input when the user navigates away": {71, 72, 73, 74, 77, 79},
-    "speed up slow SQL queries": {22, 59, 60, 66, 155, 161},
-    "safe schema changes in production": {50, 51, 52, 64, 127, 135, 145},
-    "nextjs caching": {109, 157, 158},
-    "flaky end-to-end tests": {115, 119, 125, 129},
-    "docker image size": {137, 138, 146, 147},
-    "background job retries": {4, 12, 56, 57, 99, 100, 151},
-    "secret keys leaking": {27, 42, 147, 150, 187},
-}
-
-
-def ndcg_at_10(ranked: list[str], relevant: set[str]) -> float:
-    gains = [1.0 if ext in relevant else 0.0 for ext in ranked[:10]]
-    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(10, len(relevant))))
-    return dcg / ideal
-
-
-def test_ndcg_helper():
-    assert ndcg_at_10(["a", "b"], {"a", "b"}) == 1.0
-    assert ndcg_at_10(["x", "a"], {"a"}) == pytest.approx(1 / math.log2(3))
-
-
-def judged_mean_ndcg(team, mode: str) -> float:
-    """Mean nDCG@10 of `mode` over the demo judged set."""
-    scores = []
-    for query, numbers in JUDGED.items():
-        relevant = {f"lesson-{n:04d}" for n in numbers}
-        scores.append(ndcg_at_10(ids(run(team, query, mode=mode, limit=10)), relevant))
-    return sum(scores) / len(scores)
-
 
 def test_hybrid_beats_text_only_on_a_judged_set(demo_team):
     means = {mode: judged_mean_ndcg(demo_team, mode) for mode in ("hybrid", "text", "semantic")}
