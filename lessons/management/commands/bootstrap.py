@@ -1,6 +1,7 @@
 """First-start set-up used by `make run`: migrations, the demo data, and (in development) a local
 admin account whose random password is printed once."""
 
+import os
 import secrets
 from pathlib import Path
 
@@ -39,7 +40,14 @@ class Command(BaseCommand):
         users.objects.create_superuser(username="admin", email="admin@localhost", password=password)
         self.stdout.write(
             self.style.SUCCESS(
-                f"Created a local admin account. Sign in at http://127.0.0.1:8000/admin/ as "
+                f"Created a local admin account. Sign in at {_served_at()}/admin/ as "
                 f"'admin' with password: {password}  (shown only this once)"
             )
         )
+
+
+def _served_at() -> str:
+    """Where `make run` serves (it exports HOST and PORT to this command); every interface is
+    reached locally at 127.0.0.1."""
+    host = os.environ.get("HOST") or "127.0.0.1"
+    return f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{os.environ.get('PORT') or '8000'}"
