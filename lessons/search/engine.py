@@ -104,7 +104,8 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     started = perf_counter()
     weights, requested_floor = validate(request)
     kind = SEARCH_KINDS[request.kind]
-    scope = Scope(kind, *filter_clause(kind=request.kind, team_id=request.team.pk, filters=request.filters))
+    scope = Scope(kind, *filter_clause(kind=request.kind, team_id=request.team.pk, filters=request.filters),
+                  narrowed=request.filters.narrows)
     timings: dict[str, float] = {"embed": 0.0, "sql": 0.0, "fuse": 0.0}
     query = " ".join(request.query.split())
     if not query:

@@ -26,6 +26,7 @@ class Scope:
     kind: SearchKind
     filter_sql: str
     filter_params: list
+    narrowed: bool = False  # a filter beyond the team and its default status or versions (SearchFilters.narrows)
 
 
 def field_columns(kind: SearchKind) -> list[str]:
@@ -60,7 +61,7 @@ def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_t
         ctes.append(("kw_p", leg[0], leg[1]))
     if exact_terms:
         ctes.append(("ex", *exact_leg_sql(kind=kind, terms=exact_terms, forms=term_forms, filter_sql=scope.filter_sql,
-                                          filter_params=scope.filter_params, limit=limit)))
+                                          filter_params=scope.filter_params, limit=limit, narrowed=scope.narrowed)))
     if not ctes:
         return [], {}
     names = [name for name, _, _ in ctes]

@@ -2,7 +2,7 @@
 (`SearchResponse`). The API, the admin, the commands and the evaluation build a request and call
 `lessons.search.search(request=...)`; nothing else ranks."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
@@ -46,6 +46,12 @@ class SearchFilters:
     since: datetime | None = None  # memories: occurred_at (else created_at); lessons: updated_at
     until: datetime | None = None
     include_versions: bool = False  # memories: also earlier versions of each memory
+
+    @property
+    def narrows(self) -> bool:
+        """Whether a filter beyond the team and its default status or versions applies: a set of
+        rows the exact-term leg can intersect with a term's index (exact.py)."""
+        return self != replace(SearchFilters(), statuses=self.statuses, include_versions=self.include_versions)
 
 
 @dataclass(frozen=True)
