@@ -30,20 +30,22 @@ def exact_leg_sql(*, kind: SearchKind, terms: list[str], forms: dict[str, list[s
                   filter_params: list, limit: int, narrowed: bool = False) -> tuple[str, list]:
     """One SELECT (id) of the rows carrying every term in one of its stored spellings. `narrowed`:
     the filter goes beyond the team and its default status or versions (SearchFilters.narrows)."""
+    # Each column that can carry a term, as a condition on one parameter: the term's spellings.
+    alternatives = [f"t.{column} && %s::varchar[]" for column in kind.exact_arrays]
+    alternatives += [f"t.{column} = ANY(%s::varchar[])" for column in kind.exact_scalars]
+    order_columns = sorted(set(re.findall(r"\bt\.(\w+)", kind.exact_order)) - {"id"})
+    inner_columns = ", ".join(["t.id", *(f"t.{column}" for column in order_columns)])
+    if len(terms) == 1 and narrowed:
+        return _one_term_arms_sql(kind=kind, alternatives=alternatives, variants=_spellings(terms[0], forms),
+                                  columns=inner_columns, filter_sql=filter_sql, filter_params=filter_params,
+                                  limit=limit)
     conditions, params, term_queries, query_params = [], [], [], []
     for term in terms:
-        variants = sorted({*forms.get(term, [term]), term.replace("+", "")})
-        alternatives = [f"t.{column} && %s::varchar[]" for column in kind.exact_arrays]
-        alternatives += [f"t.{column} = ANY(%s::varchar[])" for column in kind.exact_scalars]
+        variants = _spellings(term, forms)
         conditions.append("(" + " OR ".join(alternatives) + ")")
         params.extend([variants] * len(alternatives))
         term_queries.append("(" + " || ".join(["plainto_tsquery('simple', %s)"] * len(variants)) + ")")
         query_params.extend(variants)
-    order_columns = sorted(set(re.findall(r"\bt\.(\w+)", kind.exact_order)) - {"id"})
-    inner_columns = ", ".join(["t.id", *(f"t.{column}" for column in order_columns)])
-    if len(terms) == 1 and narrowed:
-        return _one_term_arms_sql(kind=kind, alternatives=alternatives, variants=variants, columns=inner_columns,
-                                  filter_sql=filter_sql, filter_params=filter_params, limit=limit)
     # A superset first, on the search vector's GIN index: exact terms are indexed there in their
     # 'simple' form, so every row carrying the terms matches. Intersecting posting lists in the index
     # is what makes "database security" cheap when 30,000 rows carry one term and none both (the
@@ -60,6 +62,12 @@ def exact_leg_sql(*, kind: SearchKind, terms: list[str], forms: dict[str, list[s
            f" WHERE {filter_sql} AND {' AND '.join(conditions)} LIMIT {EXACT_LEG_SCAN}) AS t"
            f" ORDER BY {kind.exact_order} LIMIT %s")
     return sql, [*filter_params, *params, limit]
+
+
+
+def _spellings(term: str, forms: dict[str, list[str]]) -> list[str]:
+    """The spellings a term may be stored in: its forms, and the term without its '+' signs."""
+    return sorted({*forms.get(term, [term]), term.replace("+", "")})
 
 
 def _one_term_arms_sql(*, kind: SearchKind, alternatives: list[str], variants: list[str], columns: str,
