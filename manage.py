@@ -47,6 +47,16 @@ def main():
         command = sys.argv[1] if len(sys.argv) > 1 else "manage.py"
         sys.stderr.write(f"\n{command}: interrupted (Ctrl-C); work committed before it is kept.\n")
         sys.exit(130)
+    except Exception as error:
+        # A database that is down or not migrated: one line saying what to do (command_errors.py).
+        from memory_site.command_errors import operator_message
+
+        message = operator_message(error, database_url_set=bool(os.environ.get("DATABASE_URL")))
+        if message is None or "--traceback" in sys.argv:
+            raise
+        command = sys.argv[1] if len(sys.argv) > 1 else "manage.py"
+        sys.stderr.write(f"{command}: {message}\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,33 @@
+"""What `manage.py` says when a command cannot go on because of the database, instead of a traceback.
+
+An operator who points DATABASE_URL at a server that is down, or runs a command before `migrate`,
+needs one line saying what is wrong and what to do; a traceback through Django's ORM says neither.
+Errors that are bugs (a bad query, a constraint the code should have checked) keep their traceback:
+`operator_message` answers None for them. `--traceback` keeps every traceback.
+"""
+
+from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
+from psycopg import errors as pg_errors
+
+
+def operator_message(error: BaseException, *, database_url_set: bool) -> str | None:
+    """One line for an operator, or None when the error is not the operator's to fix."""
+    if not isinstance(error, DatabaseError):
+        return None
+    reason = _first_line(error)
+    if isinstance(error.__cause__, (pg_errors.UndefinedTable, pg_errors.UndefinedColumn)):
+        return (f"the database is not migrated to this version of the code ({reason}); "
+                "run `python manage.py migrate` first.")
+    if isinstance(error, ProgrammingError):
+        return None
+    if isinstance(error, (OperationalError, InterfaceError)):
+        where = ("check that the server DATABASE_URL names is running and accepts this user"
+                 if database_url_set else "the embedded server runs from .data/postgres")
+        return (f"the database is unavailable ({reason}); {where}. "
+                "Work committed before the error is kept; a re-run carries on.")
+    return None
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0].strip() if lines else type(error).__name__

@@ -1,0 +1,76 @@
+"""A command that cannot go on because of the database says so in one line, not a traceback
+(memory_site/command_errors.py, used by manage.py): a server that is not there, a database that
+was never migrated. Run as an operator runs them: `python manage.py ...` in a subprocess, against a
+PostgreSQL of its own (tests/reliability/throwaway.py)."""
+
+import pytest
+from django.db import IntegrityError, OperationalError, ProgrammingError
+from psycopg import errors as pg_errors
+
+from memory_site.command_errors import operator_message
+from tests.reliability.throwaway import ThrowawayPostgres, free_port, manage, project_env
+
+
+@pytest.fixture(scope="module")
+def pg(tmp_path_factory):
+    server = ThrowawayPostgres(tmp_path_factory.mktemp("command-errors") / "pg")
+    yield server
+    server.stop()
+
+
+def _wrapped(django_error, cause):
+    error = django_error(str(cause))
+    error.__cause__ = cause
+    return error
+
+
+def test_a_missing_table_asks_for_migrate():
+    error = _wrapped(ProgrammingError, pg_errors.UndefinedTable('relation "lessons_team" does not exist'))
+    message = operator_message(error, database_url_set=False)
+    assert 'relation "lessons_team" does not exist' in message
+    assert "python manage.py migrate" in message
+
+
+def test_an_unreachable_server_names_where_to_look():
+    error = OperationalError("connection failed: Connection refused\nIs the server running?")
+    assert "DATABASE_URL" in operator_message(error, database_url_set=True)
+    assert ".data/postgres" in operator_message(error, database_url_set=False)
+    assert "Is the server running" not in operator_message(error, database_url_set=True)  # the first line only
+
+
+@pytest.mark.parametrize("error", [
+    _wrapped(ProgrammingError, pg_errors.SyntaxError("syntax error at or near")),
+    IntegrityError("duplicate key value"),
+    ValueError("not a database error"),
+])
+def test_errors_that_are_bugs_keep_their_traceback(error):
+    assert operator_message(error, database_url_set=True) is None
+
+
+def test_a_command_against_a_server_that_is_not_there_says_so_in_one_line():
+    url = f"postgres://nobody:secret@127.0.0.1:{free_port()}/memory_store"
+    result = manage("search", "--team", "demo", "retries", env=project_env(url), check=False, timeout=120)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "search: the database is unavailable (connection failed" in result.stderr
+    assert "secret" not in result.stderr  # the password in DATABASE_URL is not repeated
+
+
+def test_a_command_before_migrate_asks_for_migrate(pg):
+    url = pg.create_database("never_migrated")
+    result = manage("create_team", "platform", env=project_env(url), check=False, timeout=120)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "create_team: the database is not migrated" in result.stderr
+    assert "run `python manage.py migrate` first" in result.stderr
+    # --traceback keeps the traceback, for a developer
+    result = manage("create_team", "platform", "--traceback", env=project_env(url), check=False, timeout=120)
+    assert result.returncode == 1 and "Traceback" in result.stderr
+
+
+def test_after_migrate_the_same_command_works(pg):
+    url = pg.create_database("migrated_now")
+    env = project_env(url)
+    manage("migrate", "--no-input", env=env)
+    result = manage("create_team", "platform", env=env, check=False, timeout=120)
+    assert result.returncode == 0, result.stderr
