@@ -6,13 +6,14 @@ Errors that are bugs (a bad query, a constraint the code should have checked) ke
 `operator_message` answers None for them. `--traceback` keeps every traceback.
 """
 
+import psycopg
 from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
 from psycopg import errors as pg_errors
 
 
 def operator_message(error: BaseException, *, database_url_set: bool) -> str | None:
     """One line for an operator, or None when the error is not the operator's to fix."""
-    if not isinstance(error, DatabaseError):
+    if not isinstance(error, (DatabaseError, psycopg.OperationalError)):
         return None
     reason = _first_line(error)
     if isinstance(error.__cause__, (pg_errors.UndefinedTable, pg_errors.UndefinedColumn)):
@@ -20,7 +21,8 @@ def operator_message(error: BaseException, *, database_url_set: bool) -> str | N
                 "run `python manage.py migrate` first.")
     if isinstance(error, ProgrammingError):
         return None
-    if isinstance(error, (OperationalError, InterfaceError)):
+    # psycopg's own: the embedded server's start (settings) connects before Django wraps anything
+    if isinstance(error, (OperationalError, InterfaceError, psycopg.OperationalError)):
         where = ("check that the server DATABASE_URL names is running and accepts this user"
                  if database_url_set else "the embedded server runs from .data/postgres")
         return (f"the database is unavailable ({reason}); {where}. "

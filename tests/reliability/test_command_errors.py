@@ -3,6 +3,7 @@
 was never migrated. Run as an operator runs them: `python manage.py ...` in a subprocess, against a
 PostgreSQL of its own (tests/reliability/throwaway.py)."""
 
+import psycopg
 import pytest
 from django.db import IntegrityError, OperationalError, ProgrammingError
 from psycopg import errors as pg_errors
@@ -36,6 +37,12 @@ def test_an_unreachable_server_names_where_to_look():
     assert "DATABASE_URL" in operator_message(error, database_url_set=True)
     assert ".data/postgres" in operator_message(error, database_url_set=False)
     assert "Is the server running" not in operator_message(error, database_url_set=True)  # the first line only
+
+
+def test_the_embedded_servers_own_connection_error_is_explained_too():
+    # raised by psycopg itself while the settings start the embedded server, before Django wraps it
+    message = operator_message(psycopg.OperationalError("connection failed: no such file"), database_url_set=False)
+    assert message.startswith("the database is unavailable (connection failed: no such file)")
 
 
 @pytest.mark.parametrize("error", [
