@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 
 import numpy as np
+import psutil
 import pytest
 
 from lessons.embedding import embedding_text
@@ -311,8 +312,12 @@ def test_worker_killed_mid_task_leaves_the_row_pending_for_the_backfill(pg, tmp_
         "EMBEDDING_GATE_OPEN_CALLS": "0",
     }
     log = tmp_path / "worker.log"
-    worker = manage_background("db_worker", "--no-startup-delay", "--interval", "0.2", env=worker_env, log=log)
+    # --no-reload: under DEBUG the worker runs in a child of Django's autoreloader, and a SIGKILL of
+    # the parent left that child running, orphaned, and the task with it.
+    worker = manage_background("db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.2",
+                               env=worker_env, log=log)
     try:
+        assert not psutil.Process(worker.pid).children(recursive=True)  # the process killed below is the worker
         # The worker has claimed the task, loaded the model and is about to encode: kill it there.
         wait_for(lambda: (gate / "encode-1.started").exists() or worker.poll() is not None, timeout=300,
                  what="the worker to start the task")
@@ -333,5 +338,5 @@ def test_worker_killed_mid_task_leaves_the_row_pending_for_the_backfill(pg, tmp_
     assert "would requeue 0 task(s)" in manage("requeue_stalled_tasks", "--dry-run", env=env).stdout  # 30 min
     assert "requeued 1 task(s)" in manage("requeue_stalled_tasks", "--older-than", "0", env=env).stdout
     assert pg.query("faults_worker", "SELECT status FROM django_tasks_database_dbtaskresult") == [("READY",)]
-    manage("db_worker", "--batch", "--no-startup-delay", env=env)
+    manage("db_worker", "--batch", "--no-reload", "--no-startup-delay", env=env)
     assert pg.query("faults_worker", "SELECT status FROM django_tasks_database_dbtaskresult") == [("SUCCESSFUL",)]

@@ -148,12 +148,16 @@ def manage(*args: str, env: dict, timeout: float = 300, check: bool = True) -> s
 def manage_background(*args: str, env: dict, log: Path) -> subprocess.Popen:
     """Start `python manage.py ARGS` in the background, its output in `log`."""
     with open(log, "w") as output:
+        # a session of its own, so that stop_process can end whatever it started too
         return subprocess.Popen(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
 
 def stop_process(process: subprocess.Popen, *, timeout: float = 10) -> None:
+    """Stop a manage_background process, and anything left in its session (a child outlives a
+    parent killed with SIGKILL, reparented, and would run on after the tests)."""
     if process.poll() is None:
         process.terminate()
         try:
@@ -161,3 +165,7 @@ def stop_process(process: subprocess.Popen, *, timeout: float = 10) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=timeout)
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # nothing left in the session
+        pass
