@@ -160,3 +160,31 @@ def test_loading_schedules_no_per_row_embedding(tiny, django_capture_on_commit_c
     assert callbacks == []  # nothing queued per row: the backfill embeds them in batches
     assert Lesson.objects.filter(team=team, embedding__isnull=True).count() == 8
     assert corpus_embed(team=team, kind="lessons").embedded == 8
+
+
+@pytest.mark.django_db
+def test_loading_writes_in_chunks_so_an_interrupted_load_keeps_its_finished_chunks(tiny, monkeypatch):
+    # One transaction for a whole corpus made every trigger update walk the versions the load had
+    # already left (SciFact slowed to 5-6 rows/s); chunks of LOAD_CHUNK_ROWS commit as they finish.
+    from lessons.evaluation import loading
+
+    monkeypatch.setattr(loading, "LOAD_CHUNK_ROWS", 3)
+    real_create, calls = loading.lesson_create, []
+
+    def failing_on_the_fifth(**fields):
+        calls.append(fields["external_id"])
+        if len(calls) == 5:
+            raise RuntimeError("the load is interrupted")
+        return real_create(**fields)
+
+    monkeypatch.setattr(loading, "lesson_create", failing_on_the_fifth)
+    team = TeamFactory(slug="eval-beir_tiny")
+    with pytest.raises(RuntimeError):
+        corpus_load(team=team, documents=tiny.documents, kind="lessons")
+    # the first chunk (3 rows) is kept; the second, interrupted, left nothing half-written
+    assert sorted(Lesson.objects.filter(team=team).values_list("external_id", flat=True)) == sorted(calls[:3])
+
+    monkeypatch.setattr(loading, "lesson_create", real_create)
+    report = corpus_load(team=team, documents=tiny.documents, kind="lessons")
+    assert (report.created, report.unchanged) == (5, 3)
+    assert Lesson.objects.filter(team=team).count() == 8
