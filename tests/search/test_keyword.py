@@ -157,3 +157,31 @@ def test_coverage_is_the_share_of_the_querys_english_terms_a_row_carries(team):
     assert found[one.id].coverage == pytest.approx(1 / 3)  # tune, of tune / connect / pool
     # a query word no row carries still counts in the share
     assert search(team, "tune guitar")[0].coverage == pytest.approx(0.5)
+
+
+def _bookkeeping_rows(team_id: int) -> dict[str, int]:
+    with connection.cursor() as cursor:
+        counts = {}
+        for table in ("lessons_keyword_df", "lessons_keyword_stats", "lessons_keyword_reference"):
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE team_id = %s", [team_id])
+            counts[table] = cursor.fetchone()[0]
+        return counts
+
+
+def test_a_deleted_teams_keyword_bookkeeping_goes_with_it(team):
+    # The counters, document frequencies and reference length have no foreign key: a deleted
+    # team used to leave them behind for good (migration 0010).
+    from lessons.models import Team
+
+    other = Team.objects.create(slug="keeps-its-rows", name="Keeps its rows")
+    for owner in (team, other):
+        lesson_create(team=owner, title="Cache invalidation", description="cache keys expire")
+        memory_create(team=owner, content="Talked about caching with Ana")
+    team_id = team.id
+    assert all(_bookkeeping_rows(team_id).values())
+    kept = _bookkeeping_rows(other.id)
+
+    team.delete()  # the ORM deletes its lessons and memories, then the team
+    assert _bookkeeping_rows(team_id) == dict.fromkeys(kept, 0)
+    assert _bookkeeping_rows(other.id) == kept
+    assert [(c.score > 0) for c in search(other, "cache")] == [True]
