@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from lessons.models import Lesson
+from lessons.models import Lesson, Team
 from lessons.search.keyword import keyword_candidates
 from lessons.services.lessons import lesson_create, lesson_delete, lesson_update
 from lessons.services.memories import memory_create, memory_update
@@ -171,8 +171,6 @@ def _bookkeeping_rows(team_id: int) -> dict[str, int]:
 def test_a_deleted_teams_keyword_bookkeeping_goes_with_it(team):
     # The counters, document frequencies and reference length have no foreign key: a deleted
     # team used to leave them behind for good (migration 0010).
-    from lessons.models import Team
-
     other = Team.objects.create(slug="keeps-its-rows", name="Keeps its rows")
     for owner in (team, other):
         lesson_create(team=owner, title="Cache invalidation", description="cache keys expire")
