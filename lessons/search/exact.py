@@ -64,7 +64,6 @@ def exact_leg_sql(*, kind: SearchKind, terms: list[str], forms: dict[str, list[s
     return sql, [*filter_params, *params, limit]
 
 
-
 def _spellings(term: str, forms: dict[str, list[str]]) -> list[str]:
     """The spellings a term may be stored in: its forms, and the term without its '+' signs."""
     return sorted({*forms.get(term, [term]), term.replace("+", "")})
