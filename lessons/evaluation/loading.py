@@ -26,6 +26,7 @@ from lessons.embedding import EmbeddingUnavailable
 from lessons.evaluation.beir import Document
 from lessons.models import Lesson, Memory, Team
 from lessons.services.embeddings import embedding_backfill, embeddings_deferred
+from lessons.services.keyword_index import keyword_impacts_refresh_if_drifted
 from lessons.services.lessons import lesson_create, lesson_delete, lesson_update
 from lessons.services.memories import memory_create, memory_delete, memory_update
 from lessons.services.teams import team_get_or_create
@@ -51,9 +52,10 @@ class LoadReport:
     embedded: int = 0
     embedding_failed: int = 0
     embedding_failure: str | None = None
+    impacts_refreshed: int = 0  # keyword postings whose impacts were recomputed after the load
 
     def add(self, other: "LoadReport") -> None:
-        for name in ("created", "updated", "unchanged", "deleted", "embedded", "embedding_failed"):
+        for name in ("created", "updated", "unchanged", "deleted", "embedded", "embedding_failed", "impacts_refreshed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.embedding_failure = self.embedding_failure or other.embedding_failure
 
@@ -64,6 +66,8 @@ class LoadReport:
         )
         if self.embedding_failed:
             text += f", {self.embedding_failed} not embedded ({self.embedding_failure})"
+        if self.impacts_refreshed:
+            text += f", keyword impacts refreshed ({self.impacts_refreshed} postings)"
         return text
 
 
@@ -222,6 +226,9 @@ def corpus_load(
                         bar.update(1)
     finally:
         bar.close()
+    # As after an import: a load moves the team's average length, so the keyword heads' impacts are
+    # recomputed when it drifted (keyword.py; a team loaded before this was checked is caught up too).
+    report.impacts_refreshed = sum(keyword_impacts_refresh_if_drifted(team=team, kinds=(kind,)).values())
     return report
 
 

@@ -19,6 +19,7 @@ from lessons.models import Lesson, Memory, Team
 from lessons.services import lessons as lesson_services
 from lessons.services import memories as memory_services
 from lessons.services.embeddings import embedding_schedule_backfill, embeddings_deferred
+from lessons.services.keyword_index import keyword_impacts_refresh_if_drifted
 from lessons.services.teams import team_for_slug
 
 
@@ -32,6 +33,7 @@ class ImportReport:
     updated: int = 0
     unchanged: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)
+    impacts_refreshed: dict[str, int] = field(default_factory=dict)  # kind -> postings rewritten
 
     @property
     def ok(self) -> bool:
@@ -218,6 +220,8 @@ def _import_lines(*, lines: Iterable[str], team: Team, kind: str, import_one: Ca
         report = _import_each(lines=lines, team=team, import_one=import_one)
     if report.created or report.updated:
         embedding_schedule_backfill(kind=kind, team=team)
+        # Many rows at once move the team's average length: keep the keyword heads tight (keyword.py).
+        report.impacts_refreshed = keyword_impacts_refresh_if_drifted(team=team, kinds=(kind,))
     return report
 
 

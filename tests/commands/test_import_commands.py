@@ -23,7 +23,18 @@ def test_import_lessons_command_reports_bad_lines_and_exits_non_zero(tmp_path):
     assert f"{source}:2: broken JSON" in stderr.getvalue()
     assert f"{source}:3: confidence:" in stderr.getvalue()
     assert "1 created" in stdout.getvalue()
+    assert "keyword index: lessons impacts refreshed" not in stdout.getvalue()  # one row: nothing drifted
     assert Lesson.objects.filter(team__slug="acme").count() == 1
+
+
+def test_import_command_says_when_it_refreshed_the_keyword_impacts(tmp_path):
+    rows = [{"title": "Short"}] + [{"title": f"Lesson {n}", "description": "cache pool queue " * 10} for n in range(6)]
+    source = tmp_path / "lessons.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    stdout = StringIO()
+    call_command("import_lessons", str(source), team="acme", create_team=True, stdout=stdout)
+    assert "7 created" in stdout.getvalue()
+    assert "keyword index: lessons impacts refreshed (" in stdout.getvalue()
 
 
 def test_import_command_on_a_missing_file_is_a_command_error():

@@ -188,3 +188,22 @@ def test_loading_writes_in_chunks_so_an_interrupted_load_keeps_its_finished_chun
     report = corpus_load(team=team, documents=tiny.documents, kind="lessons")
     assert (report.created, report.unchanged) == (5, 3)
     assert Lesson.objects.filter(team=team).count() == 8
+
+
+@pytest.mark.django_db
+def test_a_load_that_moves_the_average_length_refreshes_the_keyword_impacts():
+    # The impacts are written with the team's length when its first row arrived; a corpus whose
+    # first document is short left SciFact's team at a drift of 1.4 and a LoCoMo team's at 2.9,
+    # and the heads proved fewer answers until something refreshed them (imports did, loads not).
+    from lessons.services.keyword_index import keyword_index_state
+
+    team = TeamFactory(slug="eval-drift")
+    documents = [Document(id="0", title="Short", text="cache")] + [
+        Document(id=str(n), title=f"Lesson {n}", text="cache pool queue retry webhook token " * 8) for n in range(1, 9)
+    ]
+    report = corpus_load(team=team, documents=documents, kind="lessons")
+    assert report.created == 9 and report.impacts_refreshed > 0
+    assert "keyword impacts refreshed" in report.summary()
+    assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)
+    # a load that finds nothing drifted rewrites nothing
+    assert corpus_load(team=team, documents=documents, kind="lessons").impacts_refreshed == 0

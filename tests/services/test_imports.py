@@ -104,3 +104,17 @@ def test_memory_import_reports_bad_values_without_half_writes():
     assert reasons[2].startswith("occurred_at:")
     assert reasons[3].startswith("history[2]")
     assert not Memory.objects.exists()
+
+
+def test_an_import_that_moves_the_average_length_refreshes_the_keyword_impacts():
+    # Any caller of the import service (the commands, the graded lesson sets of eval_retrieval)
+    # leaves the team's keyword heads tight, not only the command line.
+    from lessons.services.keyword_index import keyword_index_state
+
+    lines = jsonl({"title": "Short"}, *({"title": f"Lesson {n}", "description": "cache pool queue retry " * 10}
+                                        for n in range(8)))
+    report = import_lessons(lines=lines, team_slug="drifting", create_team=True)
+    assert report.created == 9 and report.impacts_refreshed["lessons"] > 0
+    team = Team.objects.get(slug="drifting")
+    assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)
+    assert import_lessons(lines=lines, team_slug="drifting").impacts_refreshed == {}  # nothing moved

@@ -4,9 +4,6 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from lessons.models import Team
-from lessons.services.keyword_index import keyword_impacts_refresh_if_drifted
-
 
 class JsonLinesImportCommand(BaseCommand):
     kind = ""  # "lessons" or "memories"
@@ -34,10 +31,7 @@ class JsonLinesImportCommand(BaseCommand):
         for number, reason in report.errors:
             self.stderr.write(f"{path}:{number}: {reason}")
         self.stdout.write(f"{self.kind} into team {team!r}: {report.summary()}")
-        # A large import moves the team's average length: keep the keyword heads tight (keyword.py).
-        imported_into = Team.objects.filter(slug=team.strip()).first()
-        if imported_into is not None:
-            for kind, postings in keyword_impacts_refresh_if_drifted(team=imported_into, kinds=(self.kind,)).items():
-                self.stdout.write(f"keyword index: {kind} impacts refreshed ({postings} postings)")
+        for kind, postings in report.impacts_refreshed.items():
+            self.stdout.write(f"keyword index: {kind} impacts refreshed ({postings} postings)")
         if not report.ok:
             raise CommandError(f"{len(report.errors)} line(s) could not be imported; the others were.")
