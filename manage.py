@@ -39,12 +39,12 @@ def main():
     from django.core.management import execute_from_command_line
 
     start_query_encoder_early(sys.argv)
+    command = sys.argv[1] if len(sys.argv) > 1 else "manage.py"
     try:
         execute_from_command_line(sys.argv)
     except KeyboardInterrupt:
         # Ctrl-C: one line, not a traceback. Commands write in committed steps (a batch, a line),
         # so what finished before it is kept; a re-run carries on.
-        command = sys.argv[1] if len(sys.argv) > 1 else "manage.py"
         sys.stderr.write(f"\n{command}: interrupted (Ctrl-C); work committed before it is kept.\n")
         sys.exit(130)
     except Exception as error:
@@ -54,7 +54,6 @@ def main():
         message = operator_message(error, database_url_set=bool(os.environ.get("DATABASE_URL")))
         if message is None or "--traceback" in sys.argv:
             raise
-        command = sys.argv[1] if len(sys.argv) > 1 else "manage.py"
         sys.stderr.write(f"{command}: {message}\n")
         sys.exit(1)
 

@@ -23,8 +23,8 @@ def operator_message(error: BaseException, *, database_url_set: bool) -> str | N
         return None
     # psycopg's own: the embedded server's start (settings) connects before Django wraps anything
     if isinstance(error, (OperationalError, InterfaceError, psycopg.OperationalError)):
-        where = ("check that the server DATABASE_URL names is running and accepts this user"
-                 if database_url_set else "the embedded server runs from EMBEDDED_POSTGRES_DIR (default .data/postgres)")
+        where = ("check that the server DATABASE_URL names is running and accepts this user" if database_url_set
+                 else "the embedded server runs from EMBEDDED_POSTGRES_DIR (default .data/postgres)")
         return (f"the database is unavailable ({reason}); {where}. "
                 "Work committed before the error is kept; a re-run carries on.")
     return None

@@ -28,7 +28,8 @@ def test_import_lessons_command_reports_bad_lines_and_exits_non_zero(tmp_path):
 
 
 def test_import_command_says_when_it_refreshed_the_keyword_impacts(tmp_path):
-    rows = [{"title": "Short"}] + [{"title": f"Lesson {n}", "description": "cache pool queue " * 10} for n in range(6)]
+    rows = [{"title": "Short"}]
+    rows += [{"title": f"Lesson {n}", "description": "cache pool queue " * 10} for n in range(6)]
     source = tmp_path / "lessons.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in rows))
     stdout = StringIO()
