@@ -1,11 +1,18 @@
 """Background tasks (django-tasks). Development and tests run them at once after commit
 (ImmediateBackend); production queues them in the database for `python manage.py db_worker`."""
 
+import logging
+
+from django.db import DatabaseError
 from django_tasks import task
 
 from lessons.embedding import EmbeddingUnavailable
 from lessons.models import Team
+from lessons.selectors.embeddings import EMBEDDED_KINDS
 from lessons.services.embeddings import embedding_backfill, embedding_refresh_pending
+from lessons.services.keyword_index import keyword_impacts_upkeep
+
+logger = logging.getLogger(__name__)
 
 
 @task()
@@ -13,14 +20,30 @@ def embed_item(*, kind: str, item_id: int) -> dict:
     """Embed one lesson or memory (kind "lessons" or "memories") if it is missing or stale.
 
     A model that is off or fails is logged by the service and leaves the row pending for the next
-    backfill; the task still ends normally, since retrying at once would fail the same way."""
+    backfill; the task still ends normally, since retrying at once would fail the same way.
+
+    As the task that follows every write, it then keeps the row's team's keyword impacts current
+    (`keyword_impacts_upkeep`: a refresh only when the team's average length has drifted)."""
     report = embedding_refresh_pending(kind=kind, ids=[item_id])
     return {
         "embedded": report.embedded,
         "changed_meanwhile": report.skipped_changed,
         "failed": len(report.failed_ids),
         "reason": report.failure_reason,
+        "impacts_refreshed": _keyword_upkeep_after(kind=kind, item_id=item_id),
     }
+
+
+def _keyword_upkeep_after(*, kind: str, item_id: int) -> int:
+    team_id = EMBEDDED_KINDS[kind].objects.filter(pk=item_id).values_list("team_id", flat=True).first()
+    if team_id is None:  # deleted meanwhile: the next write to its team checks
+        return 0
+    try:
+        return keyword_impacts_upkeep(kind=kind, team_id=team_id)
+    except DatabaseError:  # drift only slows searches; the embedding above is already committed
+        logger.exception("keyword impacts upkeep failed for %s of team %s; refresh_keyword_impacts catches up",
+                         kind, team_id)
+        return 0
 
 
 @task()

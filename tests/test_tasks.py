@@ -1,8 +1,12 @@
 import pytest
+from django.db import connection, connections
 
+from lessons.models import Lesson
 from lessons.selectors.embeddings import with_embedding_status
 from lessons.services.embeddings import embeddings_deferred
+from lessons.services.keyword_index import keyword_impacts_upkeep, keyword_index_state
 from lessons.services.lessons import lesson_create, lesson_delete
+from lessons.services.memories import memory_create
 from lessons.tasks import embed_item
 
 pytestmark = pytest.mark.django_db
@@ -27,6 +31,7 @@ def test_embed_item_for_a_row_deleted_meanwhile_does_nothing(team):
         "changed_meanwhile": 0,
         "failed": 0,
         "reason": None,
+        "impacts_refreshed": 0,
     }
 
 
@@ -57,3 +62,51 @@ def test_embed_pending_with_the_model_off_reports_every_pending_row(team, settin
     result = embed_pending.call(kind="lessons", team_id=team.pk)
     assert result["embedded"] == 0 and result["failed"] == 2
     assert "EMBEDDINGS_ENABLED=0" in result["reason"]
+
+
+def test_a_team_growing_one_write_at_a_time_keeps_its_keyword_impacts_current(
+    team, other_team, django_capture_on_commit_callbacks
+):
+    """The task after each write refreshes drifted impacts, so no cron is needed: short lessons
+    first, then much longer ones, each through the service and its task as an API write runs
+    them; the same writes without their tasks leave the other team drifted."""
+    for number in range(12):
+        description = " ".join(f"word{n % 17}" for n in range(3 if number < 6 else 60))
+        with django_capture_on_commit_callbacks(execute=True) as callbacks:
+            lesson = lesson_create(team=team, title=f"lesson {number}", description=description)
+        assert callbacks  # the task ran, as after an API write
+        assert keyword_index_state(team=team, kind="lessons").drift <= 1.2
+        with embeddings_deferred():
+            lesson_create(team=other_team, title=f"lesson {number}", description=description)
+    assert keyword_index_state(team=other_team, kind="lessons").drift > 1.2
+
+    with connection.cursor() as cursor:  # bulk writes bypass the task: this one drifts the team
+        cursor.execute("SELECT count(*) FROM lessons_keyword_posting WHERE kind = 'l' AND team_id = %s", [team.pk])
+        postings = cursor.fetchone()[0]
+    Lesson.objects.bulk_create([Lesson(team=team, title="t", description="x " * 400) for _ in range(8)])
+    assert keyword_index_state(team=team, kind="lessons").drift > 1.2
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_create(team=team, content="a memory: its own kind, its own index")
+    assert keyword_index_state(team=team, kind="lessons").drift > 1.2  # a memory's task leaves lessons alone
+    assert embed_item.call(kind="lessons", item_id=lesson.pk)["impacts_refreshed"] > postings
+    assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)
+
+
+def test_the_upkeep_is_a_no_op_while_another_worker_refreshes_the_team(team):
+    with embeddings_deferred():
+        lesson_create(team=team, title="short")
+    Lesson.objects.bulk_create([Lesson(team=team, title="t", description="x " * 400) for _ in range(4)])
+    assert keyword_index_state(team=team, kind="lessons").drift > 1.2
+    key = f"lessons_keyword_upkeep:l:{team.pk}"
+    other = connections.create_connection("default")  # another worker's session, mid-refresh
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
+        assert keyword_impacts_upkeep(kind="lessons", team_id=team.pk) == 0
+        assert keyword_index_state(team=team, kind="lessons").drift > 1.2  # left to the other worker
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+    finally:
+        other.close()
+    assert keyword_impacts_upkeep(kind="lessons", team_id=team.pk) > 0
+    assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)

@@ -51,8 +51,9 @@ Average-length drift: impacts use the reference length, so after a team's docume
 length the order inside a head is slightly off and the bound's factor loosens (more rows to
 complete, more uncertain fallbacks); results stay exact. `manage.py refresh_keyword_impacts`
 recomputes a team's impacts when its average length has drifted by more than
-SEARCH_KEYWORD_IMPACT_DRIFT (imports run it at their end); it also applies changed k1, b or field
-weights, which until then make every search take the whole-list scan.
+SEARCH_KEYWORD_IMPACT_DRIFT; the task after every write (lessons.tasks.embed_item) and the end of
+every import and corpus load run the same check, so no cron is needed. A refresh also applies
+changed k1, b or field weights, which until then make every search take the whole-list scan.
 
 Exactness, measured with `eval_retrieval DATASET --keyword-exactness` (no fallback; the top 10 of
 a limit-10 search's leg, in order, against the whole-list scan's): as a search runs it (the plan,

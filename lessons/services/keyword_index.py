@@ -76,3 +76,20 @@ def keyword_impacts_refresh_if_drifted(*, team: Team, kinds: tuple[str, ...] = (
         if keyword_index_state(team=team, kind=kind).needs_refresh(threshold=threshold):
             refreshed[kind] = keyword_impacts_refresh(team=team, kind=kind)
     return refreshed
+
+
+def keyword_impacts_upkeep(*, kind: str, team_id: int) -> int:
+    """After a write: refresh the team's impacts of `kind` if they have drifted, so a team that grows
+    one row at a time needs no cron. Called from the task that follows each write (lessons.tasks),
+    never from the request. A refresh already under way for that team and kind makes this one a
+    no-op (a try-lock held over the check and the refresh), so concurrent workers never rewrite the
+    postings twice. Returns the postings rewritten."""
+    team = Team.objects.filter(pk=team_id).first()
+    if team is None:
+        return 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))",
+                       [f"lessons_keyword_upkeep:{TABLES[kind][0]}:{team_id}"])
+        if not cursor.fetchone()[0]:
+            return 0
+        return keyword_impacts_refresh_if_drifted(team=team, kinds=(kind,)).get(kind, 0)

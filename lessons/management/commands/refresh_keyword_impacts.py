@@ -1,7 +1,8 @@
 """`python manage.py refresh_keyword_impacts [--team SLUG] [--kind lessons|memories] [--force]`:
 recompute the keyword index's posting impacts where a team's average length has drifted (or BM25's
-parameters changed). Searches stay exact either way; drift only makes them slower. Run it after
-large imports (the import commands do) or from cron."""
+parameters changed). Searches stay exact either way; drift only makes them slower. The task after
+every write and the end of every import run the same check; run this after writes that bypass both
+(raw SQL, bulk_create), or with --force."""
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
