@@ -80,10 +80,11 @@ def keyword_impacts_refresh_if_drifted(*, team: Team, kinds: tuple[str, ...] = (
 
 def keyword_impacts_upkeep(*, kind: str, team_id: int) -> int:
     """After a write: refresh the team's impacts of `kind` if they have drifted, so a team that grows
-    one row at a time needs no cron. Called from the task that follows each write (lessons.tasks),
-    never from the request. A refresh already under way for that team and kind makes this one a
-    no-op (a try-lock held over the check and the refresh), so concurrent workers never rewrite the
-    postings twice. Returns the postings rewritten."""
+    one row at a time needs no cron. Called from the task that follows each write (lessons.tasks:
+    on the worker in production, after the commit), never inside the write's transaction. An upkeep
+    already under way for that team and kind makes this one a no-op (a try-lock held over the check
+    and the refresh), so concurrent workers never rewrite the postings twice. Returns the postings
+    rewritten."""
     team = Team.objects.filter(pk=team_id).first()
     if team is None:
         return 0
