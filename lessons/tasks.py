@@ -35,14 +35,14 @@ def embed_item(*, kind: str, item_id: int) -> dict:
 
 
 def _keyword_upkeep_after(*, kind: str, item_id: int) -> int:
-    team_id = EMBEDDED_KINDS[kind].objects.filter(pk=item_id).values_list("team_id", flat=True).first()
-    if team_id is None:  # deleted meanwhile: the next write to its team checks
+    team = Team.objects.filter(pk__in=EMBEDDED_KINDS[kind].objects.filter(pk=item_id).values("team_id")).first()
+    if team is None:  # the row was deleted meanwhile: the next write to its team checks
         return 0
     try:
-        return keyword_impacts_upkeep(kind=kind, team_id=team_id)
+        return keyword_impacts_upkeep(team=team, kind=kind)
     except DatabaseError:  # drift only slows searches; the embedding above is already committed
         logger.exception("keyword impacts upkeep failed for %s of team %s; refresh_keyword_impacts catches up",
-                         kind, team_id)
+                         kind, team.pk)
         return 0
 
 

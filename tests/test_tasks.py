@@ -102,11 +102,11 @@ def test_the_upkeep_is_a_no_op_while_another_worker_refreshes_the_team(team):
     try:
         with other.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
-        assert keyword_impacts_upkeep(kind="lessons", team_id=team.pk) == 0
+        assert keyword_impacts_upkeep(team=team, kind="lessons") == 0
         assert keyword_index_state(team=team, kind="lessons").drift > 1.2  # left to the other worker
         with other.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
     finally:
         other.close()
-    assert keyword_impacts_upkeep(kind="lessons", team_id=team.pk) > 0
+    assert keyword_impacts_upkeep(team=team, kind="lessons") > 0
     assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)

@@ -78,19 +78,16 @@ def keyword_impacts_refresh_if_drifted(*, team: Team, kinds: tuple[str, ...] = (
     return refreshed
 
 
-def keyword_impacts_upkeep(*, kind: str, team_id: int) -> int:
+def keyword_impacts_upkeep(*, team: Team, kind: str) -> int:
     """After a write: refresh the team's impacts of `kind` if they have drifted, so a team that grows
     one row at a time needs no cron. Called from the task that follows each write (lessons.tasks:
     on the worker in production, after the commit), never inside the write's transaction. An upkeep
     already under way for that team and kind makes this one a no-op (a try-lock held over the check
     and the refresh), so concurrent workers never rewrite the postings twice. Returns the postings
     rewritten."""
-    team = Team.objects.filter(pk=team_id).first()
-    if team is None:
-        return 0
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))",
-                       [f"lessons_keyword_upkeep:{TABLES[kind][0]}:{team_id}"])
+                       [f"lessons_keyword_upkeep:{TABLES[kind][0]}:{team.pk}"])
         if not cursor.fetchone()[0]:
             return 0
         return keyword_impacts_refresh_if_drifted(team=team, kinds=(kind,)).get(kind, 0)
