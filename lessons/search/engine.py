@@ -66,7 +66,7 @@ from lessons.search import scoring
 from lessons.search.context import STOP_WORDS, contextual_query, extract_keywords
 from lessons.search.encode import encode_in_background, model_unavailable_reason
 from lessons.search.exact import EXACT_TIER_MAX_TERMS
-from lessons.search.filters import filter_clause
+from lessons.search.filters import filter_parts
 from lessons.search.hits import candidate_from_row, hit_from_candidate, recency_hits, respond
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.parallel import legs_beside_allowed, result_or_none, run_beside, search_under_way
@@ -104,8 +104,9 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     started = perf_counter()
     weights, requested_floor = validate(request)
     kind = SEARCH_KINDS[request.kind]
-    scope = Scope(kind, *filter_clause(kind=request.kind, team_id=request.team.pk, filters=request.filters),
-                  narrowed=request.filters.narrows)
+    clause = filter_parts(kind=request.kind, team_id=request.team.pk, filters=request.filters)
+    scope = Scope(kind, clause.sql, clause.params, narrowed=request.filters.narrows,
+                  signature_masks=clause.signature_masks)
     timings: dict[str, float] = {"embed": 0.0, "sql": 0.0, "fuse": 0.0}
     query = " ".join(request.query.split())
     if not query:

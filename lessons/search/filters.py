@@ -5,9 +5,12 @@ the rows the caller may see. The clause is over the row table aliased `t`; value
 parameters, never interpolated.
 """
 
+from dataclasses import dataclass, field
+
 from django.conf import settings
 
 from lessons.models import Lesson, Memory
+from lessons.search.signature import value_bits
 from lessons.search.types import SearchFilters, SearchRequestError
 
 # Trigram similarity a name in `people` needs to count as the person asked for ("Jon" ~ "Jonas").
@@ -28,17 +31,38 @@ def phase_categories(phase: str) -> list[str]:
     return list(mapping[key])
 
 
+@dataclass(frozen=True)
+class FilterClause:
+    """A filter as every leg applies it: `sql`, a boolean expression over `t`, with its `params`;
+    and `signature_masks`, one tuple per filter that tests equality, of each allowed value's bits
+    (signature.py): a row passing the filter carries, for every tuple, all bits of one of its
+    masks in its postings' signatures."""
+
+    sql: str
+    params: list
+    signature_masks: tuple[tuple[int, ...], ...] = field(default=())
+
+
 def filter_clause(*, kind: str, team_id: int, filters: SearchFilters) -> tuple[str, list]:
     """A boolean SQL expression over `t` and its parameters: team always, then each filter given."""
+    clause = filter_parts(kind=kind, team_id=team_id, filters=filters)
+    return clause.sql, clause.params
+
+
+def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterClause:
+    """The filter's SQL and its signature masks, built side by side so they test the same values."""
     parts = ["t.team_id = %s"]
     params: list = [team_id]
+    masks: list[tuple[int, ...]] = []
 
-    def add(sql: str, *values) -> None:
+    def add(sql: str, *values, facet: str | None = None) -> None:
         parts.append(sql)
         params.extend(values)
+        if facet is not None:  # the first value is the list of allowed values
+            masks.append(tuple(value_bits(facet, value) for value in values[0]))
 
     if kind == "lessons":
-        add("t.status = ANY(%s::varchar[])", list(filters.statuses))
+        add("t.status = ANY(%s::varchar[])", list(filters.statuses), facet="status")
         categories = [c.lower() for c in filters.categories]
         if filters.phase:
             allowed = phase_categories(filters.phase)
@@ -46,13 +70,13 @@ def filter_clause(*, kind: str, team_id: int, filters: SearchFilters) -> tuple[s
             if not categories:  # a category outside the phase: nothing may match
                 parts.append("FALSE")
         if categories:
-            add("t.category = ANY(%s::varchar[])", categories)
+            add("t.category = ANY(%s::varchar[])", categories, facet="category")
         if filters.tech_stacks:
-            add("t.tech_stacks && %s::varchar[]", [v.lower() for v in filters.tech_stacks])
+            add("t.tech_stacks && %s::varchar[]", [v.lower() for v in filters.tech_stacks], facet="tech_stacks")
         if filters.project_types:
-            add("t.project_types && %s::varchar[]", [v.lower() for v in filters.project_types])
+            add("t.project_types && %s::varchar[]", [v.lower() for v in filters.project_types], facet="project_types")
         if filters.tags:
-            add("t.tags && %s::varchar[]", [v.lower() for v in filters.tags])
+            add("t.tags && %s::varchar[]", [v.lower() for v in filters.tags], facet="tags")
         if filters.since:
             add("t.updated_at >= %s", filters.since)
         if filters.until:
@@ -60,14 +84,16 @@ def filter_clause(*, kind: str, team_id: int, filters: SearchFilters) -> tuple[s
     else:
         if not filters.include_versions:
             parts.append("t.current_version_id IS NULL")
+            masks.append((value_bits("current", "yes"),))
         if filters.categories:
-            add("t.categories && %s::varchar[]", [v.lower() for v in filters.categories])
+            add("t.categories && %s::varchar[]", [v.lower() for v in filters.categories], facet="categories")
         if filters.min_importance is not None:
             add("t.importance >= %s", filters.min_importance)
         if filters.people:
             add(
                 "EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE lower(p.name) = ANY(%s::text[]))",
                 [v.lower() for v in filters.people],
+                facet="people",
             )
         if filters.person_like:
             name = filters.person_like.strip().lower()
@@ -82,9 +108,9 @@ def filter_clause(*, kind: str, team_id: int, filters: SearchFilters) -> tuple[s
                 PERSON_TEXT_SIMILARITY,
             )
         if filters.emotions:
-            add("t.emotions && %s::varchar[]", [v.lower() for v in filters.emotions])
+            add("t.emotions && %s::varchar[]", [v.lower() for v in filters.emotions], facet="emotions")
         if filters.since:
             add("coalesce(t.occurred_at, t.created_at) >= %s", filters.since)
         if filters.until:
             add("coalesce(t.occurred_at, t.created_at) < %s", filters.until)
-    return " AND ".join(parts), params
+    return FilterClause(sql=" AND ".join(parts), params=params, signature_masks=tuple(masks))

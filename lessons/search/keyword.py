@@ -45,7 +45,21 @@ has tens of thousands of postings. The leg reads only what can matter, in one st
    and field weights), no row outside the heads can enter the top k: the result is exactly BM25's
    top k, ties aside. Otherwise the statement says so (`certain` false) and the caller runs the
    whole-list scan (`keyword_leg_sql(..., head=None)`), the design before this one, so results
-   never depend on the shortcut. A very restrictive filter is the typical uncertain case.
+   never depend on the shortcut. A very restrictive filter was the typical uncertain case; 7 is
+   why it is less so.
+7. **Heads of the rows a filter admits** (migration 0011, signature.py). Every posting carries a
+   64-bit Bloom signature of its row's equality filter values (status, category, tech stacks,
+   project types, tags; memories: current, categories, emotions, people). Under a filter beyond
+   the team's defaults the head read skips postings whose signature lacks the filter's bits (an
+   index-only test on the impact index), so a head is the term's best postings *among rows the
+   filter may keep*: the bound of 4 holds for them, and a head shorter than `head` is the whole
+   admitted list (no bound). The exact filter is still checked in 5, now on rows that nearly all
+   pass (a signature admits a rejected row about once in a hundred with ~12 values a row). Dates,
+   importance and the fuzzy person match are not in the signature: those filters are checked row
+   by row only. Measured at 100,000 synthetic lessons, bench_search's 57 filtered queries of 200,
+   each query both ways in turn (text mode, median of 3): p50 / p95 18.5 / 28.4 ms before, 16.8
+   / 21.9 ms with signatures; unproved answers among all 200 queries 166 -> 152. The signature
+   costs 8 bytes a posting in the table and in the impact index.
 
 Average-length drift: impacts use the reference length, so after a team's documents change in
 length the order inside a head is slightly off and the bound's factor loosens (more rows to
@@ -83,6 +97,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection
+
+from lessons.search.signature import signature_sql
 
 TABLES = {"lessons": ("l", "lessons_lesson"), "memories": ("m", "lessons_memory")}
 DEFAULT_BM25 = {"K1": 1.2, "B": 0.5, "FIELD_WEIGHTS": {"A": 1.5, "B": 1.0, "C": 0.5, "D": 1.0}}
@@ -193,13 +209,14 @@ def keyword_plan(*, kind: str, team_id: int, query: str, limit: int) -> int | No
 
 def keyword_leg_sql(
     *, kind: str, team_id: int, query: str, filter_sql: str, filter_params: list, limit: int,
-    head: int | None = 0,
+    head: int | None = 0, signature_masks: tuple[tuple[int, ...], ...] = (),
 ) -> tuple[str, list] | None:
     """One SELECT (id, score, matched_terms, coverage, max_score, certain, scanned), best first,
     that a caller may run alone or embed as a CTE. `head`: postings read per term (0: the default
     for this limit; None: every posting, the exact whole-list scan; `keyword_plan` chooses). None
     when the query holds no text. With heads, an empty answer that is not certain comes as one row
-    with a NULL id."""
+    with a NULL id. `signature_masks` (the filter's, filters.FilterClause): postings whose
+    signature lacks them are skipped, since their rows fail the filter (the design, 7)."""
     if not query or not query.strip():
         return None
     kind_code, table = TABLES[kind]
@@ -220,8 +237,9 @@ def keyword_leg_sql(
     stats_len = " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD")
     common = _terms_and_weights_sql(stats_len=stats_len)
     params = [query, query, kind_code, team_id, kind_code, team_id]
+    signature = f" AND {signature_sql(signature_masks, column='p.signature')}" if signature_masks else ""
     leg = dict(kind_code=kind_code, team_id=team_id, table=table, filter_sql=filter_sql,
-               filter_params=filter_params, limit=limit, **sql_parts)
+               filter_params=filter_params, limit=limit, signature=signature, **sql_parts)
     if head is None:
         ctes, leg_params, answer = _scan_sql(**leg)
     else:
@@ -229,7 +247,7 @@ def keyword_leg_sql(
     return f"WITH {common}, {ctes} {answer}", [*params, *leg_params]
 
 
-def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, weighted_tf, weighted_len,
+def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, signature, weighted_tf, weighted_len,
               term_factor, outputs) -> tuple[str, list, str]:
     """The whole-list scan: every posting of every query term scored. CTEs, their parameters, and
     the SELECT of the answer."""
@@ -237,7 +255,7 @@ def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, we
         scan_postings AS (
             SELECT p.row_id, p.lexeme, w.english, w.weight, ({weighted_tf}) AS tf, ({weighted_len}) AS len
               FROM weighted_terms AS w JOIN lessons_keyword_posting AS p
-                ON p.kind = %s AND p.team_id = %s AND p.lexeme = w.lexeme
+                ON p.kind = %s AND p.team_id = %s AND p.lexeme = w.lexeme{signature}
         ), scan_scored AS (
             -- matched_terms unsorted: sorting them here sorted every posting; the engine sorts the few it shows
             SELECT p.row_id, sum(p.weight * {term_factor}) AS score, array_agg(p.lexeme) AS matched_terms,
@@ -258,8 +276,8 @@ def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, we
     return ctes, [kind_code, team_id, *filter_params, limit], "SELECT * FROM scan_answer"
 
 
-def _heads_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, weighted_tf, weighted_len,
-               term_factor, outputs, head, k1, b, weights) -> tuple[str, list, str]:
+def _heads_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, signature, weighted_tf,
+               weighted_len, term_factor, outputs, head, k1, b, weights) -> tuple[str, list, str]:
     """Heads of `head` postings a term, the bound, completion and the verdict (the design above).
     CTEs, their parameters, and the SELECT of the answer."""
 
@@ -276,18 +294,20 @@ def _heads_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, w
               FROM lessons_keyword_reference AS r CROSS JOIN stats
              WHERE r.kind = %s AND r.team_id = %s
         ), heads AS MATERIALIZED (
-            -- each term's best postings by stored impact: an index range read that stops at `head`
+            -- each term's best postings by stored impact (of rows the filter's signature admits):
+            -- an index range read that stops at `head`
             SELECT w.lexeme, w.english, w.weight, w.df > {head} AS cut, p.row_id, p.impact,
                    ({weighted_tf}) AS tf, ({weighted_len}) AS len
               FROM weighted_terms AS w CROSS JOIN LATERAL (
                    SELECT * FROM lessons_keyword_posting AS p
-                    WHERE p.kind = %s AND p.team_id = %s AND p.lexeme = w.lexeme
+                    WHERE p.kind = %s AND p.team_id = %s AND p.lexeme = w.lexeme{signature}
                     ORDER BY p.impact DESC LIMIT {head}
               ) AS p
         ), bounds AS MATERIALIZED (
-            -- the most a row missing from a cut head can still get from that term
+            -- the most a row missing from a cut head can still get from that term (a head shorter
+            -- than `head` holds every posting the signature admits: nothing is missing)
             SELECT h.lexeme, h.english, h.weight,
-                   CASE WHEN bool_or(h.cut) THEN h.weight * {k1 + 1!r} * min(h.impact) * (SELECT drift FROM reference)
+                   CASE WHEN bool_or(h.cut) AND count(*) >= {head} THEN h.weight * {k1 + 1!r} * min(h.impact) * (SELECT drift FROM reference)
                         ELSE 0 END AS bound
               FROM heads AS h GROUP BY h.lexeme, h.english, h.weight
         ), ranked AS MATERIALIZED (
@@ -369,7 +389,7 @@ def exact_fallback() -> bool:
 
 def keyword_candidates(
     *, kind: str, team_id: int, query: str, filter_sql: str, filter_params: list, limit: int,
-    head: int | None = 0, fallback: bool | None = None,
+    head: int | None = 0, fallback: bool | None = None, signature_masks: tuple[tuple[int, ...], ...] = (),
 ) -> list[KeywordCandidate]:
     """The best `limit` rows by BM25 among those passing the filter, best first, as a search's leg
     finds them (`head` 0: the plan `keyword_plan` chooses; a number: heads of that size; None: every
@@ -380,7 +400,7 @@ def keyword_candidates(
     if head == 0:
         head = keyword_plan(kind=kind, team_id=team_id, query=query, limit=limit)
     statement = keyword_leg_sql(kind=kind, team_id=team_id, query=query, filter_sql=filter_sql,
-                                filter_params=filter_params, limit=limit, head=head)
+                                filter_params=filter_params, limit=limit, head=head, signature_masks=signature_masks)
     with connection.cursor() as cursor:
         cursor.execute(keyword_session_sql() + statement[0], statement[1])
         while cursor.description is None and cursor.nextset():  # past the SET LOCAL
@@ -390,7 +410,8 @@ def keyword_candidates(
         fallback = exact_fallback()
     if head is not None and fallback and any(not row[5] for row in rows):
         return keyword_candidates(kind=kind, team_id=team_id, query=query, filter_sql=filter_sql,
-                                  filter_params=filter_params, limit=limit, head=None)
+                                  filter_params=filter_params, limit=limit, head=None,
+                                  signature_masks=signature_masks)
     return [KeywordCandidate(id=row[0], score=float(row[1]), matched_terms=sorted(row[2]), coverage=row[3],
                              certain=row[5], scanned=row[6])
             for row in rows if row[0] is not None]

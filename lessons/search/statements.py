@@ -27,6 +27,7 @@ class Scope:
     filter_sql: str
     filter_params: list
     narrowed: bool = False  # a filter beyond the team and its default status or versions (SearchFilters.narrows)
+    signature_masks: tuple[tuple[int, ...], ...] = ()  # the filter's, for the keyword postings (signature.py)
 
 
 def field_columns(kind: SearchKind) -> list[str]:
@@ -55,8 +56,11 @@ def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_t
     ctes: list[tuple[str, str, list]] = []
     if head == 0 and keyword_query.strip():
         head = keyword_plan(kind=kind.name, team_id=team_id, query=keyword_query, limit=limit)
+    # Postings are skipped by signature only under a narrowing filter: the team's default status or
+    # versions admit nearly every row, and the unfiltered leg stays as measured (keyword.py).
     leg = keyword_leg_sql(kind=kind.name, team_id=team_id, query=keyword_query, filter_sql=scope.filter_sql,
-                          filter_params=scope.filter_params, limit=limit, head=head)
+                          filter_params=scope.filter_params, limit=limit, head=head,
+                          signature_masks=scope.signature_masks if scope.narrowed else ())
     if leg is not None:
         ctes.append(("kw_p", leg[0], leg[1]))
     if exact_terms:

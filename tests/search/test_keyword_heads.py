@@ -3,12 +3,14 @@ the whole-list scan's, unproved answers are flagged (and replaced when asked), a
 impacts the heads rely on stay true through writes, drift and refreshes."""
 
 import random
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 from django.test import override_settings
+from django.utils import timezone
 
 from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, search
@@ -91,9 +93,14 @@ def test_an_empty_unproved_answer_still_says_so(team):
 def test_the_search_reports_an_unproved_keyword_leg(team):
     corpus(team, rows=900)  # a search's leg reads at least 8 x 50 postings a term: lists must be longer
     with override_settings(SEARCH_KEYWORD_HEAD=12, SEARCH_KEYWORD_EXACT_FALLBACK=False, SEARCH_KEYWORD_SCAN_RATIO=0):
+        # no row passes, and a date is not in the postings' signatures: the heads find fewer than k
         unproved = search(request=SearchRequest(team=team, query="cache pool", mode="text", limit=5,
-                                                filters=SearchFilters(categories=("rare",))))
-    assert unproved.candidates.get("keyword_unproved") == 1
+                                                filters=SearchFilters(until=timezone.now() - timedelta(days=1))))
+        assert unproved.candidates.get("keyword_unproved") == 1
+        # a category no row has: no posting's signature admits it, so the empty answer is proved
+        none_there = search(request=SearchRequest(team=team, query="cache pool", mode="text", limit=5,
+                                                  filters=SearchFilters(categories=("rare",))))
+        assert "keyword_unproved" not in none_there.candidates
     with override_settings(SEARCH_KEYWORD_HEAD=5000):
         proved = search(request=SearchRequest(team=team, query="cache pool", mode="text", limit=5))
     assert "keyword_unproved" not in proved.candidates
