@@ -43,14 +43,15 @@ of 150, for the same nDCG@10). Then:
    stack, category or title word: `nextjs`, `RLS`) come first, then by score;
 4. relevance: the (absolute) weighted score against settings.SEARCH_RELEVANCE_THRESHOLDS.
 
-Budget: one encode per query text and three SQL statements (statements.py). The encodes (primary
+Budget: one encode per query text and four SQL statements (statements.py). The encodes (primary
 and contextual, each on a worker thread, encode.py) run while a probe of the stored document
 frequencies picks the BM25 leg's plan (keyword.py) and statement 1 (BM25 and exact-term legs:
 ids and scores) runs; in a hybrid search statement 2a (the semantic legs: ids and cosines) runs
 on a second connection as soon as the encode ends, beside statement 1, when the search is alone
 in its process (parallel.py; under load and inside a transaction it runs after statement 1, on
 the same connection); statement 2b drops the semantic-only candidates under the floor and
-fetches the fields and similarities of the rest. `text` mode (and a search without a model) is
+fetches the fields and similarities of the rest, all but the long texts no score reads, which a
+last statement fetches for the page's hits only (statements.with_display_fields). `text` mode (and a search without a model) is
 statement 1 alone, with the fields; an encode failing after statement 1 costs a second statement
 for the fields.
 Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
@@ -79,6 +80,7 @@ from lessons.search.statements import (
     recent_rows,
     rows_with_fields,
     semantic_legs,
+    with_display_fields,
 )
 from lessons.search.types import SearchRequest, SearchResponse
 from lessons.search.validation import validate
@@ -216,6 +218,9 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     if not ranked:
         return _recency_response(request=request, scope=scope, timings=timings, started=started,
                                  degraded_reason=degraded_reason, candidates=counts)
+    tick = perf_counter()
+    with_display_fields(kind=kind, rows=[candidate.row for candidate in ranked])
+    timings["sql"] += _ms(tick)
     hits = [hit_from_candidate(request=request, kind=kind, candidate=c, plan=plan) for c in ranked]
     return respond(request=request, hits=hits, timings=timings, started=started, degraded_reason=degraded_reason,
                    fallback=None, candidates=counts, keywords=keywords)

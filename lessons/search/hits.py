@@ -18,7 +18,7 @@ _LEG_OF_FLAG = {"in_sem_p": ("semantic", "primary"), "in_sem_c": ("semantic", "c
 
 
 def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str]) -> scoring.Candidate:
-    fields = {name: row[name] for name in kind.fields}
+    fields = {name: row[name] for name in kind.fields if name in row}  # the long texts come later
     found = [leg for flag, leg in _LEG_OF_FLAG.items() if row.get(flag)]
     return scoring.Candidate(
         id=row["id"],

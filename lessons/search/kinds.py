@@ -89,6 +89,8 @@ class SearchKind:
     model: type
     keyword_code: str  # the `kind` column of the keyword postings and statistics
     fields: tuple[str, ...]  # what a hit carries (never the embedding)
+    # the long texts among them, which no score reads: fetched for the page's hits only
+    display_fields: tuple[str, ...]
     exact_arrays: tuple[str, ...]  # array columns whose values are exact terms
     exact_scalars: tuple[str, ...]  # text columns whose value is an exact term
     exact_words: Callable[[dict], list[str]]  # words of a row that count as exact terms
@@ -121,6 +123,7 @@ LESSONS = SearchKind(
         "id", "external_id", "title", "description", "context", "recommendation", "category", "confidence",
         "frequency", "project_types", "tech_stacks", "tags", "status", "created_at", "updated_at", *USAGE_FIELDS,
     ),
+    display_fields=("description", "context", "recommendation"),
     exact_arrays=("tags", "tech_stacks"),
     exact_scalars=("category",),
     exact_words=lambda row: row.get("title", "").split(),
@@ -139,6 +142,7 @@ MEMORIES = SearchKind(
         "id", "external_id", "content", "details", "categories", "importance", "people", "emotions",
         "occurred_at", "version", "current_version_id", "created_at", "updated_at", *USAGE_FIELDS,
     ),
+    display_fields=("content", "details"),
     exact_arrays=("categories", "emotions"),
     exact_scalars=(),
     exact_words=lambda row: [word for name in row.get("people", []) for word in name.split()],

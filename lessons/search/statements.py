@@ -30,15 +30,35 @@ class Scope:
     signature_masks: tuple[tuple[int, ...], ...] = ()  # the filter's, for the keyword postings (signature.py)
 
 
-def field_columns(kind: SearchKind) -> list[str]:
-    """The SELECT list of a candidate's fields. Timestamps come as fixed-format UTC text, parsed by
-    `datetime.fromisoformat` (C): psycopg's timestamptz loader as Django registers it is pure
-    Python, and parsing two timestamps for ~500 candidates cost 9 ms of a 50 ms search."""
+def field_columns(kind: SearchKind, *, display: bool = True) -> list[str]:
+    """The SELECT list of a candidate's fields; without `display`, not the long texts no score
+    reads (SearchKind.display_fields: `with_display_fields` fetches them for the page's hits).
+    Timestamps come as fixed-format UTC text, parsed by `datetime.fromisoformat` (C): psycopg's
+    timestamptz loader as Django registers it is pure Python, and parsing two timestamps for ~500
+    candidates cost 9 ms of a 50 ms search."""
     return [
         f"to_char(t.{column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') AS {column}"
         if column in TIMESTAMPS else f"t.{column}"
-        for column in kind.fields
+        for column in kind.fields if display or column not in kind.display_fields
     ]
+
+
+def with_display_fields(*, kind: SearchKind, rows: list[dict]) -> None:
+    """Add the long texts (SearchKind.display_fields) to the rows of the page's hits that lack
+    them, in place, each row's fields in the kind's order. The candidates travel without them: a lesson's
+    description, context and recommendation were most of statement 2b's 60-110 kB for ~150
+    candidates, of which a page shows 10."""
+    rows = [row for row in rows if any(name not in row for name in kind.display_fields)]
+    if not rows:
+        return
+    texts = {found["id"]: found for found in fetch_dicts(
+        f"SELECT t.id, {', '.join(f't.{name}' for name in kind.display_fields)} FROM {kind.table} AS t"
+        " WHERE t.id = ANY(%s::bigint[])", [[row["id"] for row in rows]])}
+    for row in rows:
+        found = texts.get(row["id"], {})
+        merged = {**row, **{name: found.get(name) for name in kind.display_fields}}
+        row.clear()
+        row.update({name: merged[name] for name in kind.fields})
 
 
 def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_terms: list[str],
@@ -77,7 +97,7 @@ def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_t
     columns.extend(f"({name}.id IS NOT NULL) AS in_{name}" for name in names)
     union = " UNION ".join(f"SELECT id FROM {name} WHERE id IS NOT NULL" for name in names)
     joins = "".join(f" LEFT JOIN {name} ON {name}.id = c.id" for name in names)
-    if with_fields:
+    if with_fields:  # text mode's one statement: the long texts too, for ~50 rows rather than a round trip
         columns[:0] = field_columns(kind)
         joins = f" JOIN {kind.table} AS t ON t.id = c.id" + joins
     else:
@@ -148,7 +168,7 @@ def candidate_statement(*, scope: Scope, vectors: list[str], semantic: dict[str,
         params[:0] = [feedback["query_over_beta"], nearest]
         similarities.append("1 - (t.embedding <=> (SELECT v FROM feedback)) AS sim_f")
     params.append(union_ids)
-    columns = [*field_columns(kind), *(f"s.sim_{name[-1]}" for name in names),
+    columns = [*field_columns(kind, display=False), *(f"s.sim_{name[-1]}" for name in names),
                *(["s.sim_f"] if feedback is not None else [])]
     floor_sql = ""
     if floor > 0 and names:

@@ -12,6 +12,7 @@ from lessons.embedding import EmbeddingUnavailable
 from lessons.embedding.backends import SentenceTransformerBackend
 from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, SearchRequestError, search
+from lessons.search.kinds import LESSONS
 from lessons.search.scoring import canonical
 from tests.factories import LessonFactory
 from tests.search.demo import judged_mean_ndcg
@@ -76,17 +77,24 @@ def test_results_explain_themselves_and_never_carry_the_embedding(demo_team):
     assert scores == sorted(scores, reverse=True)
 
 
-def test_one_search_is_a_probe_and_three_statements_and_text_mode_one(demo_team):
+def test_one_search_is_a_probe_and_four_statements_and_text_mode_one(demo_team):
     """Inside a transaction (this test's) the semantic legs run on this connection, after statement
-    1; outside one they run on another connection beside it (test_parallel.py)."""
+    1; outside one they run on another connection beside it (test_parallel.py). The candidates
+    travel without their long texts; the last statement fetches them for the page alone."""
     with CaptureQueriesContext(connection) as queries:
         response = run(demo_team, "database security", context="const { data } = supabase.from('notes').select()")
     assert response.results and response.fallback is None
-    probe, keyword, legs, fields = (query["sql"] for query in queries.captured_queries)
+    probe, keyword, legs, fields, texts = (query["sql"] for query in queries.captured_queries)
     assert "lessons_keyword_df" in probe and "lessons_keyword_posting" not in probe  # the keyword leg's plan
     assert "lessons_keyword_posting" in keyword
     assert "ORDER BY t.embedding <=>" in legs and "sem_c" in legs and "t.title" not in legs  # ids and cosines
     assert "<=>" in fields and "t.title" in fields and "ORDER BY" not in fields
+    assert "t.description" not in fields and "t.recommendation" not in fields
+    assert "t.description" in texts and "t.recommendation" in texts and "<=>" not in texts
+    for hit in response.results:  # every field, in the kind's order, the long texts as stored
+        stored = Lesson.objects.get(pk=hit.id)
+        assert list(hit.fields) == list(LESSONS.fields)
+        assert (hit.fields["description"], hit.fields["recommendation"]) == (stored.description, stored.recommendation)
     with CaptureQueriesContext(connection) as queries:
         assert run(demo_team, "database security", mode="text").results
     assert len(queries.captured_queries) == 2
@@ -180,7 +188,8 @@ def test_short_queries_are_not_starved_by_the_floor(demo_team):
 def test_the_feedback_vector_is_measured_inside_statement_two_and_brings_no_candidates(demo_team):
     with CaptureQueriesContext(connection) as queries:
         response = run(demo_team, "webhook retries", explain=True)
-    assert len(queries.captured_queries) == 4 and "feedback" in queries.captured_queries[3]["sql"]
+    # the probe, statement 1, the semantic legs, statement 2 (with the feedback vector), the page's texts
+    assert len(queries.captured_queries) == 5 and "feedback" in queries.captured_queries[3]["sql"]
     assert all("feedback_similarity" in hit.explanation for hit in response.results)
     moved = [hit for hit in response.results if hit.explanation["feedback_similarity"] != hit.explanation["similarity"]]
     assert moved  # the vector differs from the query's own
