@@ -106,7 +106,8 @@ END $$;
 CREATE OR REPLACE FUNCTION lessons_keyword_on_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM lessons_keyword_apply(TG_ARGV[0]::"char",
-        (SELECT coalesce(array_agg(ROW(o.id, o.team_id, o.search_vector, NULL)::lessons_keyword_row), '{}') FROM old_rows AS o),
+        (SELECT coalesce(array_agg(ROW(o.id, o.team_id, o.search_vector, NULL)::lessons_keyword_row), '{}')
+           FROM old_rows AS o),
         '{}');
     RETURN NULL;
 END $$;

@@ -51,9 +51,9 @@ on a second connection as soon as the encode ends, beside statement 1, when the 
 in its process (parallel.py; under load and inside a transaction it runs after statement 1, on
 the same connection); statement 2b drops the semantic-only candidates under the floor and
 fetches the fields and similarities of the rest, all but the long texts no score reads, which a
-last statement fetches for the page's hits only (statements.with_display_fields). `text` mode (and a search without a model) is
-statement 1 alone, with the fields; an encode failing after statement 1 costs a second statement
-for the fields.
+last statement fetches for the page's hits only (statements.with_display_fields). `text` mode
+(and a search without a model) is statement 1 alone, with every field; an encode failing after
+statement 1 costs a second statement for the fields.
 Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
 the most recently updated rows, `fallback="recency"`.
 """

@@ -45,9 +45,9 @@ def field_columns(kind: SearchKind, *, display: bool = True) -> list[str]:
 
 def with_display_fields(*, kind: SearchKind, rows: list[dict]) -> None:
     """Add the long texts (SearchKind.display_fields) to the rows of the page's hits that lack
-    them, in place, each row's fields in the kind's order. The candidates travel without them: a lesson's
-    description, context and recommendation were most of statement 2b's 60-110 kB for ~150
-    candidates, of which a page shows 10."""
+    them, in place, each row's fields in the kind's order. The candidates travel without them: a
+    lesson's description, context and recommendation were most of statement 2b's 60-110 kB for
+    ~150 candidates, of which a page shows 10."""
     rows = [row for row in rows if any(name not in row for name in kind.display_fields)]
     if not rows:
         return
