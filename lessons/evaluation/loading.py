@@ -269,14 +269,20 @@ def dataset_load(
     progress: ProgressFactory | None = None,
 ) -> tuple[dict[str | None, Team], LoadReport]:
     """Load `documents` into the dataset's team(s) and embed what is due. Returns the team of
-    each scope value (None: the base team) and what was done."""
+    each scope value (None: the base team, made only when a document or query lacks the scope
+    key, or without one) and what was done."""
     by_scope: dict[str | None, list[Document]] = {}
     for document in documents:
         by_scope.setdefault(scope_value(document.metadata, scope_key), []).append(document)
-    slugs = team_slugs(dataset_name=dataset_name, scope_values=[*by_scope, *extra_scope_values])
+    wanted = {*by_scope, *extra_scope_values}
+    if scope_key is None:
+        wanted.add(None)
+    slugs = team_slugs(dataset_name=dataset_name, scope_values=wanted)
     teams: dict[str | None, Team] = {}
     report = LoadReport()
     for value, slug in slugs.items():
+        if value not in wanted:  # the base slug stays reserved, but an empty base team helps nobody
+            continue
         team = team_get_or_create(
             slug=slug, name=team_name(dataset_name=dataset_name, scope_key=scope_key, scope_value=value)
         )

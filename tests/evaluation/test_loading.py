@@ -134,6 +134,20 @@ def test_scope_key_gives_each_value_its_own_team(scoped):
     assert report.created == 5
 
 
+@pytest.mark.django_db
+def test_scope_key_that_every_document_and_query_has_makes_no_empty_base_team(scoped):
+    # The fixture's "s1" has no user: without it, every row has a scope value.
+    documents = [document for document in scoped.documents if document.metadata.get("user")]
+    teams, _ = dataset_load(dataset_name=scoped.name, documents=documents, kind="memories", scope_key="user",
+                            extra_scope_values=["alice"])
+    assert sorted(teams) == ["alice", "bob"]
+    assert sorted(Team.objects.values_list("slug", flat=True)) == ["eval-beir_scoped-alice", "eval-beir_scoped-bob"]
+    teams, _ = dataset_load(dataset_name=scoped.name, documents=documents, kind="memories", scope_key="user",
+                            extra_scope_values=[None])  # a query without the key searches the base team
+    assert teams[None].slug == "eval-beir_scoped"
+    assert Memory.objects.filter(team=teams[None]).count() == 0
+
+
 def test_scope_values_that_slugify_alike_get_their_own_slugs():
     slugs = team_slugs(dataset_name="ds", scope_values=["A b", "a-b", None])
     assert slugs[None] == "eval-ds"
