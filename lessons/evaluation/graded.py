@@ -72,8 +72,8 @@ def is_graded_set(directory: Path) -> bool:
 
 
 def _strings(value, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-        raise DatasetError(f"{where}: expected a list of ids")
+    if not isinstance(value, list) or not value or not all(isinstance(item, str) and item for item in value):
+        raise DatasetError(f"{where}: expected a non-empty list of ids")
     return tuple(value)
 
 
@@ -81,6 +81,23 @@ def _field(entry, name: str, kind: type, where: str):
     if not isinstance(entry, dict) or not isinstance(entry.get(name), kind) or isinstance(entry.get(name), bool):
         raise DatasetError(f"{where}: `{name}` must be a {kind.__name__}")
     return entry[name]
+
+
+def _lesson_ids(path: Path) -> set[str]:
+    """The external ids of lessons.jsonl (a line that is not a lesson is left for the import to report)."""
+    ids = set()
+    try:
+        with open(path, encoding="utf-8") as lines:
+            for line in lines:
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(entry, dict) and isinstance(entry.get("external_id"), str):
+                    ids.add(entry["external_id"])
+    except (OSError, UnicodeDecodeError) as error:
+        raise DatasetError(f"{path}: cannot read it: {error}") from error
+    return ids
 
 
 def read_graded_set(directory: str | Path) -> GradedSet:
@@ -121,6 +138,9 @@ def read_graded_set(directory: str | Path) -> GradedSet:
                      top=_field(e, "top", int, f"{path}: feature[{n}]"))
         for n, e in entries("feature")
     ]
+    for number, check in enumerate(feature):
+        if not 0 < check.top <= len(check.relevant):  # top 0 would pass whatever came back
+            raise DatasetError(f"{path}: feature[{number}]: top must be 1..{len(check.relevant)}")
     never = [
         NeverCheck(query=_field(e, "query", str, f"{path}: never[{n}]"),
                    forbidden=_strings(e.get("forbidden"), f"{path}: never[{n}].forbidden"))
@@ -128,6 +148,21 @@ def read_graded_set(directory: str | Path) -> GradedSet:
     ]
     if not graded:
         raise DatasetError(f"{path}: no graded queries")
+    # Results are kept per query, and an id nobody has would quietly score as a miss.
+    known = _lesson_ids(directory / "lessons.jsonl")
+    for section, checks, key_name, ids_name in (
+        ("graded", graded, "query", "relevant"), ("exact", exact, "query", "all_of"),
+        ("feature", feature, "feature", "relevant"), ("never", never, "query", "forbidden"),
+    ):
+        first_of: dict[str, int] = {}
+        for number, check in enumerate(checks):
+            where, key = f"{path}: {section}[{number}]", getattr(check, key_name)
+            if key in first_of:
+                raise DatasetError(f"{where}: {key_name} {key!r} is already {section}[{first_of[key]}]")
+            first_of[key] = number
+            unknown = [doc_id for doc_id in getattr(check, ids_name) if doc_id not in known]
+            if unknown:
+                raise DatasetError(f"{where}.{ids_name}: not an external_id in lessons.jsonl: {', '.join(unknown)}")
     return GradedSet(
         name=directory.resolve().name, lessons_path=directory / "lessons.jsonl", graded=tuple(graded),
         exact=tuple(exact), feature=tuple(feature), never=tuple(never),
@@ -144,7 +179,10 @@ def graded_set_load(*, graded_set: GradedSet) -> tuple[Team, str]:
     if not report.ok:
         raise DatasetError(f"{graded_set.lessons_path}: " + "; ".join(f"line {n}: {why}" for n, why in report.errors[:5]))
     embedded = corpus_embed(team=team, kind="lessons")
-    return team, f"{report.summary()}; {embedded.summary()}"
+    summary = f"{report.summary()}; {embedded.embedded} embedded"
+    if embedded.embedding_failed:
+        summary += f", {embedded.embedding_failed} not embedded ({embedded.embedding_failure})"
+    return team, summary
 
 
 @dataclass
