@@ -13,6 +13,7 @@ from django.core.management import CommandError, call_command
 from lessons.evaluation.beir import DatasetError
 from lessons.evaluation.graded import evaluate_graded, graded_set_load, read_graded_set
 from lessons.models import Lesson, Team
+from lessons.search import SearchRequest, search
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TINY = FIXTURES / "graded_tiny"
@@ -144,3 +145,20 @@ def test_lessons_dev_the_hybrid_holds_against_each_leg():
     wins = sum(hybrid.ndcg_at_5[q.query] > text.ndcg_at_5[q.query] for q in graded_set.graded)
     losses = sum(hybrid.ndcg_at_5[q.query] < text.ndcg_at_5[q.query] for q in graded_set.graded)
     assert wins >= 6 and losses <= 1
+
+
+@pytest.mark.django_db
+def test_lessons_dev_labels_off_topic_hits_low_and_some_relevant_hits_high():
+    """Relevance labels read each hit's own evidence (issue 10, part 3), checked on lessons-dev,
+    not only on the demo data they were first calibrated with."""
+    graded_set = read_graded_set(LESSONS_DEV)
+    team, _ = graded_set_load(graded_set=graded_set)
+    for query in ("how do I tune my guitar", "tax return deadline", "best sourdough starter", "train a puppy to sit"):
+        response = search(request=SearchRequest(team=team, query=query, limit=10))
+        assert response.results, query  # a full page of the least unrelated lessons...
+        assert {hit.relevance for hit in response.results} == {"low"}, query  # ...none of them claimed
+    labels = []
+    for check in graded_set.graded:
+        response = search(request=SearchRequest(team=team, query=check.query, limit=10))
+        labels += [hit.relevance for hit in response.results if hit.external_id in check.relevant]
+    assert labels.count("high") >= 5 and labels.count("high") + labels.count("medium") > len(labels) / 2
