@@ -162,3 +162,14 @@ def test_lessons_dev_labels_off_topic_hits_low_and_some_relevant_hits_high():
         response = search(request=SearchRequest(team=team, query=check.query, limit=10))
         labels += [hit.relevance for hit in response.results if hit.external_id in check.relevant]
     assert labels.count("high") >= 5 and labels.count("high") + labels.count("medium") > len(labels) / 2
+
+
+@pytest.mark.django_db
+def test_drop_and_keyword_exactness_on_a_graded_set():
+    run(TINY, "--modes", "text")
+    first_ids = set(Lesson.objects.filter(team__slug="eval-graded_tiny").values_list("id", flat=True))
+    output = run(TINY, "--drop", "--keyword-exactness")
+    assert "dropped 1 team(s) of graded_tiny" in output and "8 created" in output
+    assert not first_ids & set(Lesson.objects.filter(team__slug="eval-graded_tiny").values_list("id", flat=True))
+    # Every graded, exact and never query, at limits 10 and 100: a small team's leg is the exact scan.
+    assert output.count("identical 7/7 (100.0%)") == 4
