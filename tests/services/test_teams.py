@@ -1,0 +1,51 @@
+"""Team services: every path that names or makes a team checks the slug before writing."""
+
+import pytest
+
+from lessons.models import Team
+from lessons.services.teams import TeamError, team_create, team_for_slug, team_get_or_create
+
+
+@pytest.mark.django_db
+def test_create_names_the_team_after_its_slug_unless_named():
+    assert team_create(slug=" acme ").name == "acme"
+    assert team_create(slug="globex", name="  Globex Corp ").name == "Globex Corp"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("slug, message", [
+    ("bad slug!", "slug: Enter a valid"),
+    ("", "slug: This field cannot be blank"),
+    ("x" * 101, "slug: Ensure this value has at most 100"),
+])
+def test_create_refuses_a_bad_slug_before_writing(slug, message):
+    with pytest.raises(TeamError, match=message):
+        team_create(slug=slug)
+    assert not Team.objects.exists()
+
+
+@pytest.mark.django_db
+def test_create_refuses_a_taken_slug():
+    team_create(slug="acme")
+    with pytest.raises(TeamError, match="slug: Team with this Slug already exists"):
+        team_create(slug="acme", name="Another")
+    assert Team.objects.get().name == "acme"
+
+
+@pytest.mark.django_db
+def test_an_unknown_slug_says_how_to_create_it_and_creates_only_when_asked():
+    with pytest.raises(TeamError, match=r"--team: no team with slug 'acme'; create it with --create-team"):
+        team_for_slug(slug="acme")
+    assert not Team.objects.exists()
+    created = team_for_slug(slug="acme", create=True, name="Acme")
+    assert team_for_slug(slug=" acme ") == created and created.name == "Acme"
+
+
+@pytest.mark.django_db
+def test_get_or_create_slugifies_and_returns_the_existing_team():
+    team = team_get_or_create(slug="Eval SciFact", name="Evaluation scifact")
+    assert team.slug == "eval-scifact"
+    assert team_get_or_create(slug="eval-scifact", name="ignored") == team
+    assert Team.objects.count() == 1
+    with pytest.raises(TeamError, match="'!!!' is not a usable team slug"):
+        team_get_or_create(slug="!!!")
