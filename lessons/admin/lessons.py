@@ -84,16 +84,19 @@ class LessonAdmin(EngineSearchMixin, EmbeddingAdminMixin, admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/lessons/lesson/accept_confirmation.html", context)
 
-    @admin.action(description="Reject selected lessons")
+    @admin.action(description="Reject selected proposals")
     def reject_selected(self, request, queryset):
-        self._set_status(request, queryset, lesson_services.lesson_reject, "rejected")
-
-    def _set_status(self, request, queryset, service, verb):
-        done = 0
-        for lesson in queryset:
-            service(lesson=lesson)
-            done += 1
-        self.message_user(request, f"{done} lesson(s) {verb}.", messages.SUCCESS)
+        selected = list(queryset.values_list("pk", flat=True))
+        rejected = lesson_services.lesson_reject_proposals(lesson_ids=selected)
+        if not rejected:
+            self.message_user(request, "None of the selected lessons is a proposal: nothing to reject.",
+                              messages.WARNING)
+            return
+        text = f"{len(rejected)} proposal(s) rejected."
+        if len(rejected) < len(selected):
+            text += (f" {len(selected) - len(rejected)} selected lesson(s) were not proposals and were left alone"
+                     " (a confirmed lesson is retired on its own page).")
+        self.message_user(request, text, messages.SUCCESS)
 
     def get_urls(self):
         # The curation pages (lessons/admin/proposals.py, duplicates.py), before the "<id>/" patterns.

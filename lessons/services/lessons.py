@@ -127,6 +127,17 @@ def lesson_accept_proposals(*, lesson_ids: list[int]) -> list[Lesson]:
 
 
 @transaction.atomic
+def lesson_reject_proposals(*, lesson_ids: list[int]) -> list[Lesson]:
+    """Reject those of `lesson_ids` that are proposals, as lesson_accept_proposals accepts them:
+    a bulk "reject" must not hide a confirmed lesson from every agent's search in one click (a
+    curator retires one on its own page), nor reject a proposal someone accepted meanwhile."""
+    proposals = list(
+        Lesson.objects.select_for_update().filter(pk__in=lesson_ids, status=LessonStatus.PROPOSED).order_by("pk")
+    )
+    return [lesson_reject(lesson=lesson) for lesson in proposals]
+
+
+@transaction.atomic
 def lesson_delete_many(*, lessons) -> int:
     """Delete `lessons` (a queryset or list) one by one through `lesson_delete`, all or none."""
     count = 0

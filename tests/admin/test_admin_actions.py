@@ -1,5 +1,5 @@
-"""The lesson and memory lists' actions: accepting asks first and only touches proposals, bulk
-delete goes through the delete services."""
+"""The lesson and memory lists' actions: accepting asks first, accepting and rejecting touch only
+proposals, bulk delete goes through the delete services."""
 
 import pytest
 from django.contrib.messages import get_messages
@@ -115,3 +115,38 @@ def test_bulk_delete_of_memories_goes_through_the_delete_service(admin_client, t
     assert response.status_code == 302
     assert sorted(deleted) == sorted([first.pk, second.pk])
     assert list(Memory.objects.values_list("pk", flat=True)) == [kept.pk]  # versions went with their memory
+
+
+def test_reject_applies_to_proposals_only_and_says_what_it_left(admin_client, mixed):
+    response = admin_client.post(
+        LESSONS, {"action": "reject_selected", "_selected_action": [lesson.pk for lesson in mixed.values()]}, follow=True
+    )
+    assert [str(message) for message in get_messages(response.wsgi_request)] == [
+        "2 proposal(s) rejected. 2 selected lesson(s) were not proposals and were left alone"
+        " (a confirmed lesson is retired on its own page)."
+    ]
+    assert _statuses() == {
+        "Proposal: cache the tokenizer": "rejected",
+        "Proposal: pin the model version": "rejected",
+        "Rejected: disable CSRF": "rejected",
+        "Confirmed: use transactions": "confirmed",  # not hidden from every search by a bulk click
+    }
+
+
+def test_reject_of_no_proposal_says_so_and_changes_nothing(admin_client, mixed):
+    before = _statuses()
+    response = admin_client.post(
+        LESSONS, {"action": "reject_selected", "_selected_action": [mixed["confirmed"].pk]}, follow=True
+    )
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "None of the selected lessons is a proposal: nothing to reject."
+    ]
+    assert _statuses() == before
+
+
+def test_reject_service_skips_a_proposal_accepted_meanwhile(mixed):
+    proposal = mixed["proposed"]
+    Lesson.objects.filter(pk=proposal.pk).update(status="confirmed")
+    rejected = lesson_services.lesson_reject_proposals(lesson_ids=[proposal.pk, mixed["proposed_2"].pk])
+    assert [lesson.title for lesson in rejected] == ["Proposal: pin the model version"]
+    assert Lesson.objects.get(pk=proposal.pk).status == "confirmed"
