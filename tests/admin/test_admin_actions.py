@@ -70,12 +70,16 @@ def test_accept_of_no_proposal_says_so_and_changes_nothing(admin_client, mixed):
     assert _statuses()["Rejected: disable CSRF"] == "rejected"
 
 
-def test_accept_service_skips_a_proposal_rejected_meanwhile(mixed):
+@pytest.mark.parametrize("service, decided_meanwhile", [
+    (lesson_services.lesson_accept_proposals, "rejected"),
+    (lesson_services.lesson_reject_proposals, "confirmed"),
+])
+def test_accept_and_reject_services_skip_a_proposal_decided_meanwhile(mixed, service, decided_meanwhile):
     proposal = mixed["proposed"]
-    Lesson.objects.filter(pk=proposal.pk).update(status="rejected")
-    accepted = lesson_services.lesson_accept_proposals(lesson_ids=[proposal.pk, mixed["proposed_2"].pk])
-    assert [lesson.title for lesson in accepted] == ["Proposal: pin the model version"]
-    assert Lesson.objects.get(pk=proposal.pk).status == "rejected"
+    Lesson.objects.filter(pk=proposal.pk).update(status=decided_meanwhile)
+    changed = service(lesson_ids=[proposal.pk, mixed["proposed_2"].pk])
+    assert [lesson.title for lesson in changed] == ["Proposal: pin the model version"]
+    assert Lesson.objects.get(pk=proposal.pk).status == decided_meanwhile
 
 
 def test_bulk_delete_of_lessons_goes_through_the_delete_service(admin_client, mixed, monkeypatch):
@@ -142,11 +146,3 @@ def test_reject_of_no_proposal_says_so_and_changes_nothing(admin_client, mixed):
         "None of the selected lessons is a proposal: nothing to reject."
     ]
     assert _statuses() == before
-
-
-def test_reject_service_skips_a_proposal_accepted_meanwhile(mixed):
-    proposal = mixed["proposed"]
-    Lesson.objects.filter(pk=proposal.pk).update(status="confirmed")
-    rejected = lesson_services.lesson_reject_proposals(lesson_ids=[proposal.pk, mixed["proposed_2"].pk])
-    assert [lesson.title for lesson in rejected] == ["Proposal: pin the model version"]
-    assert Lesson.objects.get(pk=proposal.pk).status == "confirmed"
