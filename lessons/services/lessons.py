@@ -115,26 +115,27 @@ def lesson_reject(*, lesson: Lesson) -> Lesson:
     return lesson_update(lesson=lesson, status=LessonStatus.REJECTED)
 
 
+def _locked_proposals(lesson_ids: list[int]) -> list[Lesson]:
+    """The proposals among `lesson_ids`, locked in id order (inside the caller's transaction), so a
+    proposal someone else decided meanwhile is no longer among them."""
+    return list(
+        Lesson.objects.select_for_update().filter(pk__in=lesson_ids, status=LessonStatus.PROPOSED).order_by("pk")
+    )
+
+
 @transaction.atomic
 def lesson_accept_proposals(*, lesson_ids: list[int]) -> list[Lesson]:
     """Accept those of `lesson_ids` that are proposals; confirmed and rejected lessons are left as
-    they are (a curator's bulk "accept" must not revive a rejected lesson). The rows are locked
-    first, so a proposal rejected meanwhile by someone else is not accepted. Returns the accepted."""
-    proposals = list(
-        Lesson.objects.select_for_update().filter(pk__in=lesson_ids, status=LessonStatus.PROPOSED).order_by("pk")
-    )
-    return [lesson_accept(lesson=lesson) for lesson in proposals]
+    they are (a curator's bulk "accept" must not revive a rejected lesson). Returns the accepted."""
+    return [lesson_accept(lesson=lesson) for lesson in _locked_proposals(lesson_ids)]
 
 
 @transaction.atomic
 def lesson_reject_proposals(*, lesson_ids: list[int]) -> list[Lesson]:
     """Reject those of `lesson_ids` that are proposals, as lesson_accept_proposals accepts them:
     a bulk "reject" must not hide a confirmed lesson from every agent's search in one click (a
-    curator retires one on its own page), nor reject a proposal someone accepted meanwhile."""
-    proposals = list(
-        Lesson.objects.select_for_update().filter(pk__in=lesson_ids, status=LessonStatus.PROPOSED).order_by("pk")
-    )
-    return [lesson_reject(lesson=lesson) for lesson in proposals]
+    curator retires one on its own page). Returns the rejected."""
+    return [lesson_reject(lesson=lesson) for lesson in _locked_proposals(lesson_ids)]
 
 
 @transaction.atomic
