@@ -102,7 +102,7 @@ from django.db import connection
 from lessons.search.signature import signature_sql
 
 TABLES = {"lessons": ("l", "lessons_lesson"), "memories": ("m", "lessons_memory")}
-DEFAULT_BM25 = {"K1": 1.2, "B": 0.5, "FIELD_WEIGHTS": {"A": 1.5, "B": 1.0, "C": 0.5, "D": 1.0}}
+DEFAULT_BM25 = {"K1": 1.2, "B": 0.3, "FIELD_WEIGHTS": {"A": 1.5, "B": 1.0, "C": 0.5, "D": 1.0}}
 # Postings read per term before the bound takes over (at least 8 x the leg's limit).
 HEAD_POSTINGS = 500
 # A query whose terms have at most this many times the postings their heads would read has them

@@ -14,10 +14,17 @@ from django.utils import timezone
 
 from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, search
-from lessons.search.keyword import keyword_candidates, keyword_leg_sql, keyword_plan, keyword_session_sql
+from lessons.search.keyword import (
+    TABLES,
+    bm25_parameters,
+    keyword_candidates,
+    keyword_leg_sql,
+    keyword_plan,
+    keyword_session_sql,
+)
 from lessons.services.keyword_index import keyword_impacts_refresh, keyword_index_state
 from lessons.services.lessons import lesson_delete, lesson_update
-from tests.factories import LessonFactory
+from tests.factories import LessonFactory, MemoryFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -145,16 +152,35 @@ def test_impacts_follow_the_reference_and_drift_keeps_answers_exact(team):
     assert rewritten == sum(len(Lesson.objects.get(pk=pk).search_vector.split())
                             for pk in Lesson.objects.filter(team=team).values_list("pk", flat=True))
     assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)
-    with connection.cursor() as cursor:  # every impact is the formula's, with today's length
+    k1, b, w = bm25_parameters()
+    with connection.cursor() as cursor:  # every impact is the formula's, with today's length and parameters
         cursor.execute(
-            """SELECT max(abs(p.impact - (tfw / (tfw + 1.2 * (1 - 0.5 + 0.5 * lenw / r.avglen)))))
-                 FROM (SELECT impact, 1.5 * tf_a + tf_b + 0.5 * tf_c + tf_d AS tfw,
-                              1.5 * len_a + len_b + 0.5 * len_c + len_d AS lenw, kind, team_id
+            """SELECT max(abs(p.impact - (tfw / (tfw + %s * (1 - %s + %s * lenw / r.avglen)))))
+                 FROM (SELECT impact, %s * tf_a + %s * tf_b + %s * tf_c + %s * tf_d AS tfw,
+                              %s * len_a + %s * len_b + %s * len_c + %s * len_d AS lenw, kind, team_id
                          FROM lessons_keyword_posting WHERE kind = 'l' AND team_id = %s) AS p
                  JOIN lessons_keyword_reference AS r ON r.kind = p.kind AND r.team_id = p.team_id""",
-            [team.id],
+            [k1, b, b, *(w[f] for f in "ABCD"), *(w[f] for f in "ABCD"), team.id],
         )
         assert cursor.fetchone()[0] < 1e-6
+
+
+@pytest.mark.parametrize("kind", ["lessons", "memories"])
+def test_a_new_teams_first_rows_get_impacts_of_the_configured_defaults(team, kind):
+    """The database writes a new team's reference with defaults of its own (lessons_keyword_apply);
+    when they differ from the settings' every search of that team is an unproved whole-list scan
+    until a refresh. The settings here are the shipped defaults (no SEARCH_BM25_* in the test run)."""
+    if kind == "lessons":
+        LessonFactory(team=team, title="cache stampede after a deploy")
+    else:
+        MemoryFactory(team=team, content="the cache fell over after the deploy")
+    state = keyword_index_state(team=team, kind=kind)
+    assert state.rows == 1 and state.parameters_current
+    k1, b, w = bm25_parameters()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT k1, b, w_a, w_b, w_c, w_d FROM lessons_keyword_reference WHERE kind = %s AND team_id = %s",
+                       [TABLES[kind][0], team.id])
+        assert cursor.fetchone() == pytest.approx((k1, b, w["A"], w["B"], w["C"], w["D"]))
 
 
 def test_changed_bm25_parameters_are_never_trusted_until_refreshed(team):
