@@ -41,3 +41,12 @@ class ReadableInputsMixin:
             separated = "Comma-separated."
             field.help_text = f"{separated} {field.help_text}" if field.help_text else separated
         return field
+
+
+class WideChangeListMixin:
+    """The lesson and memory lists without the app sidebar: at 1280 px it left their tables 631 px
+    for 12 columns, a title 130 px wide and half the columns scrolled out of sight. The index and
+    the breadcrumbs still lead everywhere it did (the playground does the same)."""
+
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(request, extra_context={"is_nav_sidebar_enabled": False, **(extra_context or {})})

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from lessons.admin.common import ReadableInputsMixin, changed_values
+from lessons.admin.common import ReadableInputsMixin, WideChangeListMixin, changed_values
 from lessons.admin.duplicates import memory_duplicates_view
 from lessons.admin.history import restore_version_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
@@ -27,7 +27,9 @@ class MemoryCurrentFilter(admin.SimpleListFilter):
 
 
 @admin.register(Memory)
-class MemoryAdmin(ReadableInputsMixin, EngineSearchMixin, EmbeddingAdminMixin, admin.ModelAdmin):
+class MemoryAdmin(
+    ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin, EmbeddingAdminMixin, admin.ModelAdmin
+):
     list_display = (
         "content", "team", "importance", "categories", "people", "version", *USAGE_LIST_FIELDS, "embedding_status",
         "occurred_at",
