@@ -49,4 +49,5 @@ class WideChangeListMixin:
     the breadcrumbs still lead everywhere it did (the playground does the same)."""
 
     def changelist_view(self, request, extra_context=None):
-        return super().changelist_view(request, extra_context={"is_nav_sidebar_enabled": False, **(extra_context or {})})
+        context = {"is_nav_sidebar_enabled": False, **(extra_context or {})}
+        return super().changelist_view(request, extra_context=context)

@@ -30,11 +30,9 @@ def _apply_with_defaults(values: tuple[float, ...]) -> str:
 
 
 def _refresh(source: tuple[float, ...], target: tuple[float, ...]) -> str:
-    k1, b, w_a, w_b, w_c, w_d = source
     return f"""
 SELECT lessons_keyword_refresh_impacts(kind, team_id, {_sql_list(target)})
-  FROM lessons_keyword_reference
- WHERE k1 = {k1!r} AND b = {b!r} AND w_a = {w_a!r} AND w_b = {w_b!r} AND w_c = {w_c!r} AND w_d = {w_d!r};
+  FROM lessons_keyword_reference WHERE (k1, b, w_a, w_b, w_c, w_d) = ({_sql_list(source)});
 """
 
 

@@ -12,8 +12,8 @@ to a row the filter keeps, so the keyword leg skips it while it reads a term's b
 (keyword.py). The converse does not hold: other values may have set those bits. A rejected row
 slips through with chance about (bits set / 64)^3: 1 in 130 for bench_search's lessons (12.5 bits
 set on average, measured), about 1 in 20 for a row with ten values (24 bits). So the exact filter
-is still checked, now on rows that nearly all pass. A posting whose signature is -1 (every bit: written by a path that did
-not compute it) passes every test.
+is still checked, now on rows that nearly all pass. A posting whose signature is -1 (every bit:
+written by a path that did not compute it) passes every test.
 """
 
 from collections.abc import Sequence

@@ -122,9 +122,8 @@ def test_bulk_delete_of_memories_goes_through_the_delete_service(admin_client, t
 
 
 def test_reject_applies_to_proposals_only_and_says_what_it_left(admin_client, mixed):
-    response = admin_client.post(
-        LESSONS, {"action": "reject_selected", "_selected_action": [lesson.pk for lesson in mixed.values()]}, follow=True
-    )
+    selected = [lesson.pk for lesson in mixed.values()]
+    response = admin_client.post(LESSONS, {"action": "reject_selected", "_selected_action": selected}, follow=True)
     assert [str(message) for message in get_messages(response.wsgi_request)] == [
         "2 proposal(s) rejected. 2 selected lesson(s) were not proposals and were left alone"
         " (a confirmed lesson is retired on its own page)."

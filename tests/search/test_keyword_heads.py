@@ -178,8 +178,10 @@ def test_a_new_teams_first_rows_get_impacts_of_the_configured_defaults(team, kin
     assert state.rows == 1 and state.parameters_current
     k1, b, w = bm25_parameters()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT k1, b, w_a, w_b, w_c, w_d FROM lessons_keyword_reference WHERE kind = %s AND team_id = %s",
-                       [TABLES[kind][0], team.id])
+        cursor.execute(
+            "SELECT k1, b, w_a, w_b, w_c, w_d FROM lessons_keyword_reference WHERE kind = %s AND team_id = %s",
+            [TABLES[kind][0], team.id],
+        )
         assert cursor.fetchone() == pytest.approx((k1, b, w["A"], w["B"], w["C"], w["D"]))
 
 
