@@ -249,6 +249,11 @@ SEARCH_SIMILARITY_BAND = env.float("SEARCH_SIMILARITY_BAND", default=0.2)
 # Dense pseudo-relevance feedback: the query moved toward the centroid of its k nearest rows
 # (beta: the centroid's weight), looked up again on the HNSW index; k = 0 turns it off.
 SEARCH_FEEDBACK = {"k": env.int("SEARCH_FEEDBACK_K", default=3), "beta": env.float("SEARCH_FEEDBACK_BETA", default=0.5)}
+# Label feedback (hybrid searches of a kind with feedback labels: a lesson's tags): rows sharing a
+# tag with the `top` best hits score (weighted + weight) / (1 + weight), the others weighted /
+# (1 + weight). Measured on lessons-dev and the demo set (README, Quality); weight 0 turns it off.
+SEARCH_LABEL_FEEDBACK = {"top": env.int("SEARCH_LABEL_FEEDBACK_TOP", default=3),
+                         "weight": env.float("SEARCH_LABEL_FEEDBACK_WEIGHT", default=0.15)}
 SEARCH_CALIBRATION = {"semantic_low": 0.1, "semantic_high": 0.5, "keyword_floor": 0.05, "keyword_full": 0.45}
 # Primary query vs. query + context keywords (seed 001).
 SEARCH_CONTEXT_WEIGHTS = {"primary": 0.6, "contextual": 0.4}

@@ -18,6 +18,11 @@ candidates (dividing by the best candidate turned flat, meaningless cosines into
   0.7 x importance / 10 + 0.3 x 0.5^(age in days / 180); plus SEARCH_USAGE_WEIGHT x the usage
   signal (usage.py) for rows agents reported using, capped at 1 (kinds.py).
 - penalty: a lesson naming tech stacks, none of them the caller's, has S halved (seed 000).
+- label feedback (a hybrid search on the default weights, of a kind with feedback labels: a
+  lesson's tags): the score returned is (score + lambda x L) / (1 + lambda), L = 1 for a row
+  sharing a tag with the search's `top` best rows, else 0 (settings.SEARCH_LABEL_FEEDBACK: top 3,
+  lambda 0.15). Tags name what a lesson is about in the curators' words, so the best hits' tags
+  reach lessons neither the model nor the query's words did (scoring.label_feedback).
 Weights: the request's, else settings.SEARCH_WEIGHTS for short queries (<= 2 content terms) moving
 linearly to settings.SEARCH_WEIGHTS_LONG at 8 terms for lessons, 4 for memories
 (settings.SEARCH_QUERY_LENGTH_SPAN; short queries lean on meaning, long ones on words, and a
@@ -41,7 +46,9 @@ of 150, for the same nDCG@10). Then:
 2. lessons with the same title collapse into one (confidence = max, frequency = sum);
 3. ranking: for a short query (<= 3 terms), rows carrying every query term exactly (a tag, tech
    stack, category or title word: `nextjs`, `RLS`) come first, then by score;
-4. relevance: the (absolute) weighted score against settings.SEARCH_RELEVANCE_THRESHOLDS.
+4. label feedback (above), then ranking again;
+5. relevance: each hit's own cosine and BM25 on their fixed scales, weighted as the search weighs
+   them, against settings.SEARCH_RELEVANCE_THRESHOLDS (scoring.relevance_label).
 
 Budget: one encode per query text and four SQL statements (statements.py). The encodes (primary
 and contextual, each on a worker thread, encode.py) run while a probe of the stored document
@@ -204,7 +211,14 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     scoring.score_parts(candidates, plan)
     if request.fusion == "rrf":
         scoring.rrf_scores(candidates, plan, k=settings.SEARCH_RRF_K)
-    ranked = scoring.rank(candidates, exact_tier=bool(exact_terms))[: request.limit]
+    ranked = scoring.rank(candidates, exact_tier=bool(exact_terms))
+    # Label feedback: a weighted hybrid search on the default weights (a caller's own weights are
+    # taken as they are); measured on the hybrid, the legs stay what their names say.
+    if request.mode == "hybrid" and use_semantic and request.fusion == "weighted" and request.weights is None:
+        scoring.label_feedback(ranked, kind=kind, top=settings.SEARCH_LABEL_FEEDBACK["top"],
+                               weight=settings.SEARCH_LABEL_FEEDBACK["weight"])
+        ranked = scoring.rank(ranked, exact_tier=bool(exact_terms))
+    ranked = ranked[: request.limit]
     counts = {
         **leg_counts,
         "union": union,

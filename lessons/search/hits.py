@@ -66,6 +66,8 @@ def hit_from_candidate(*, request: SearchRequest, kind: SearchKind, candidate: s
         if candidate.bm25_max > 0:
             explanation["bm25"] = round(candidate.bm25_primary, 4)
             explanation["bm25_max"] = round(candidate.bm25_max, 4)
+        if "labels" in parts:  # label feedback: score = (weighted_score + weight x value) / (1 + weight)
+            explanation["labels"] = parts["labels"]
     return SearchHit(
         id=candidate.id,
         external_id=candidate.row.get("external_id"),

@@ -98,6 +98,8 @@ class SearchKind:
     quality: Callable[[dict, datetime | None], float]
     collapse_same_title: bool  # rows with the same title become one hit
     caller_metadata: bool  # scored against the caller's tech stack and project type
+    # array columns whose values, shared with a hybrid search's best hits, lift a row (label feedback)
+    feedback_labels: tuple[str, ...] = ()
 
     @property
     def table(self) -> str:
@@ -131,6 +133,7 @@ LESSONS = SearchKind(
     quality=lesson_quality,
     collapse_same_title=True,
     caller_metadata=True,
+    feedback_labels=("tags",),
 )
 
 MEMORIES = SearchKind(
@@ -150,6 +153,10 @@ MEMORIES = SearchKind(
     quality=memory_quality,
     collapse_same_title=False,
     caller_metadata=False,
+    # none: LoCoMo's memories carry no categories to measure it on, and a memory's categories (8
+    # kinds in the demo data: "person", "event", ...) are too broad to say two memories answer the
+    # same question
+    feedback_labels=(),
 )
 
 SEARCH_KINDS: dict[str, SearchKind] = {kind.name: kind for kind in (LESSONS, MEMORIES)}

@@ -278,6 +278,30 @@ def rrf_scores(candidates: list[Candidate], plan: ScoringPlan, *, k: int) -> Non
         c.score = totals[c.id] / best if best > 0 else 0.0
 
 
+def label_feedback(ranked: list[Candidate], *, kind: SearchKind, top: int, weight: float) -> None:
+    """Lift the rows that share a label (kind.feedback_labels: a lesson's tags) with the search's
+    `top` best rows: score = (weighted + weight x L) / (1 + weight), L = 1 for a row sharing one,
+    else 0; the best rows themselves count. Curators tag lessons by what they are about, so the
+    tags of the best hits name the query's topic in the store's own words; a lesson under that
+    topic which neither the model nor the query's words reached ("flaky end to end tests" -> turn
+    off animations in the browser suite, tagged intermittent-failures like the best hit) moves up.
+    `ranked`: best first (rank()); the weighted score and the labels' evidence stay as they were."""
+    if weight <= 0 or top <= 0 or not kind.feedback_labels:
+        return
+    shared_by_best = set().union(*(_labels_of(c, kind) for c in ranked[:top]))
+    for c in ranked:
+        # in the row's own spelling, for the explanation; compared canonical ("Next.js" = "nextjs")
+        shared = sorted({value for key, value in _labels_of(c, kind).items() if key in shared_by_best})
+        lift = 1.0 if shared else 0.0
+        c.parts["labels"] = {"value": lift, "shared": shared, "weight": weight, "top": top}
+        c.score = (c.weighted + weight * lift) / (1.0 + weight)
+
+
+def _labels_of(candidate: Candidate, kind: SearchKind) -> dict[str, str]:
+    """The row's feedback labels, canonical -> as stored."""
+    return {canonical(value): value for column in kind.feedback_labels for value in candidate.row.get(column) or []}
+
+
 def rank(candidates: list[Candidate], *, exact_tier: bool) -> list[Candidate]:
     """Best first. With an exact-term query, rows carrying every query term come first (seed 000:
     `nextjs` returns every Next.js lesson before unrelated semantic neighbours)."""

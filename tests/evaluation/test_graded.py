@@ -129,22 +129,40 @@ def test_a_broken_set_is_a_command_error_and_loads_nothing(tmp_path):
 @pytest.mark.django_db
 def test_lessons_dev_the_hybrid_holds_against_each_leg():
     """lessons-dev's 60 lessons and 12 graded queries were written independently of the demo data.
-    Measured with this code (README Quality): nDCG@5 hybrid 0.676, semantic 0.655, text 0.500;
-    need_in_top5 met 7, 7, 5 of 12. A ranking change that lets the hybrid fall under one of its
-    legs here fails this test."""
+    Measured with this code (README Quality): nDCG@5 hybrid 0.718, semantic 0.655, text 0.500;
+    need_in_top5 met 9, 7, 5 of 12; the hybrid above text on 7 queries, under it on 1. A ranking
+    change that lets the hybrid fall under one of its legs here fails this test."""
     graded_set = read_graded_set(LESSONS_DEV)
     team, _ = graded_set_load(graded_set=graded_set)
     results = evaluate_graded(graded_set=graded_set, team=team, modes=MODES)
     hybrid, semantic, text = (results[mode] for mode in MODES)
     assert hybrid.mean_ndcg >= max(semantic.mean_ndcg, text.mean_ndcg)
-    assert hybrid.mean_ndcg > 0.65
-    assert sum(hybrid.met.values()) >= max(sum(semantic.met.values()), sum(text.met.values()), 7)
+    assert hybrid.mean_ndcg > 0.70
+    assert sum(hybrid.met.values()) >= max(sum(semantic.met.values()), sum(text.met.values()), 9)
     assert all(hybrid.exact.values()) and all(text.exact.values())  # `kubernetes`: exactly its lessons
     assert all(hybrid.feature.values())
     assert all(scores_never for mode in MODES for scores_never in results[mode].never.values())
     wins = sum(hybrid.ndcg_at_5[q.query] > text.ndcg_at_5[q.query] for q in graded_set.graded)
     losses = sum(hybrid.ndcg_at_5[q.query] < text.ndcg_at_5[q.query] for q in graded_set.graded)
-    assert wins >= 6 and losses <= 1
+    assert wins >= 7 and losses <= 1
+
+
+@pytest.mark.django_db
+def test_lessons_dev_label_feedback_brings_the_lessons_tagged_like_the_best_hits(settings):
+    """Label feedback (scoring.label_feedback), with the real model: "flaky end to end tests" finds
+    the lesson on turning off animations in the browser suite (its semantic part 0.25, tagged
+    intermittent-failures like the best hit), and "events for one order processed out of sequence"
+    the one on dropping stale updates (tagged idempotency like the second hit, on deduplicating
+    events). Off, both miss their need_in_top5, and two fewer needs are met."""
+    graded_set = read_graded_set(LESSONS_DEV)
+    team, _ = graded_set_load(graded_set=graded_set)
+    on = evaluate_graded(graded_set=graded_set, team=team, modes=["hybrid"])["hybrid"]
+    settings.SEARCH_LABEL_FEEDBACK = {"top": 3, "weight": 0.0}
+    off = evaluate_graded(graded_set=graded_set, team=team, modes=["hybrid"])["hybrid"]
+    lifted = ("flaky end to end tests", "events for one order processed out of sequence")
+    assert all(on.met[query] and not off.met[query] for query in lifted)
+    assert sum(on.met.values()) == sum(off.met.values()) + 2
+    assert on.mean_ndcg > off.mean_ndcg + 0.03
 
 
 @pytest.mark.django_db

@@ -229,3 +229,54 @@ def test_without_a_model_labels_read_the_keyword_evidence():
 def test_query_term_forms_keep_the_stored_spellings():
     forms = scoring.query_term_forms("Next.js, supabase-auth and RLS?", frozenset({"and"}))
     assert forms == {"nextjs": ["next.js", "nextjs"], "supabaseauth": ["supabase-auth", "supabaseauth"], "rls": ["rls"]}
+
+
+def _scored(*candidates):
+    for c in candidates:
+        c.score = c.weighted
+        c.parts = {}
+    return scoring.rank(list(candidates), exact_tier=False)
+
+
+def test_label_feedback_lifts_rows_sharing_a_tag_with_the_best_hits():
+    best = lesson(1, tags=["intermittent-failures", "ci"])
+    second = lesson(2, tags=["agents"])
+    sharing = lesson(3, tags=["Intermittent-Failures", "playwright"])  # canonical: case does not matter
+    unrelated = lesson(4, tags=["caching"])
+    untagged = lesson(5)
+    for c, weighted in ((best, 0.8), (second, 0.7), (sharing, 0.5), (unrelated, 0.52), (untagged, 0.51)):
+        c.weighted = weighted
+    ranked = _scored(best, second, sharing, unrelated, untagged)
+    scoring.label_feedback(ranked, kind=LESSONS, top=2, weight=0.15)
+    assert sharing.score == pytest.approx((0.5 + 0.15) / 1.15)
+    assert unrelated.score == pytest.approx(0.52 / 1.15) and untagged.score == pytest.approx(0.51 / 1.15)
+    assert best.score == pytest.approx((0.8 + 0.15) / 1.15)  # the best rows share their own tags
+    assert sharing.parts["labels"] == {"value": 1.0, "shared": ["Intermittent-Failures"], "weight": 0.15, "top": 2}
+    assert unrelated.parts["labels"]["value"] == 0.0 and unrelated.parts["labels"]["shared"] == []
+    assert [c.id for c in scoring.rank(ranked, exact_tier=False)] == [1, 2, 3, 4, 5]
+    assert all(0.0 <= c.score <= 1.0 for c in ranked)
+    assert sharing.weighted == 0.5  # the weighted score (and the labels' evidence) stay as they were
+
+
+def test_label_feedback_reads_only_the_top_rows_and_can_be_turned_off():
+    best = lesson(1, tags=["a"])
+    third = lesson(2, tags=["b"])
+    sharing_third = lesson(3, tags=["b"])
+    for c, weighted in ((best, 0.9), (third, 0.5), (sharing_third, 0.4)):
+        c.weighted = weighted
+    ranked = _scored(best, third, sharing_third)
+    scoring.label_feedback(ranked, kind=LESSONS, top=1, weight=0.15)
+    assert sharing_third.parts["labels"]["value"] == 0.0  # "b" is not a tag of the top 1
+    for weight, top in ((0.0, 3), (0.15, 0)):
+        ranked = _scored(best, third, sharing_third)
+        scoring.label_feedback(ranked, kind=LESSONS, top=top, weight=weight)
+        assert [c.score for c in ranked] == [0.9, 0.5, 0.4] and "labels" not in sharing_third.parts
+
+
+def test_label_feedback_leaves_kinds_without_feedback_labels_alone():
+    memories = [Candidate(id=i, row={"categories": ["person"]}) for i in (1, 2)]
+    for c, weighted in zip(memories, (0.6, 0.3)):
+        c.weighted = weighted
+    ranked = _scored(*memories)
+    scoring.label_feedback(ranked, kind=MEMORIES, top=3, weight=0.15)
+    assert [c.score for c in ranked] == [0.6, 0.3]
