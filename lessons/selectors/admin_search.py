@@ -143,6 +143,7 @@ class PlaygroundRow:
     similarity: float | None
     parts: list[ScorePart]
     collapsed_ids: list[int]
+    label_feedback: dict | None = None  # value, shared, weight, top, divisor (engine.py: label feedback)
     other_rank: int | None = None  # rank of the same row under the other setting; None: not there
 
     @property
@@ -238,7 +239,13 @@ def _playground_row(*, rank: int, hit) -> PlaygroundRow:
         similarity=explanation.get("similarity"),
         parts=score_parts(explanation=explanation),
         collapsed_ids=list(hit.collapsed_ids),
+        label_feedback=_label_feedback(explanation.get("labels")),
     )
+
+
+def _label_feedback(labels: dict | None) -> dict | None:
+    """The explanation's label feedback with the divisor the score was taken through (1 + weight)."""
+    return None if not labels else {**labels, "divisor": 1.0 + float(labels["weight"])}
 
 
 def score_parts(*, explanation: dict) -> list[ScorePart]:

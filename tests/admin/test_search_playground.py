@@ -39,6 +39,15 @@ def test_two_settings_side_by_side_with_score_parts(admin_client, demo_team):
     assert "timings" in page and "candidates" in page and "below floor" in page
     assert reverse("admin:lessons_lesson_change", args=[first.rows[0].id]) in page
     assert "matched <code>" in page
+    # Label feedback, hybrid only: the score is the weighted score taken through it, and said so.
+    assert all(row.label_feedback is None for row in second.rows)
+    for row in first.rows:
+        feedback = row.label_feedback
+        assert row.score == pytest.approx((row.weighted_score + feedback["weight"] * feedback["value"])
+                                          / feedback["divisor"], abs=2e-3)
+        assert bool(feedback["shared"]) == (feedback["value"] == 1.0)
+    assert first.rows[0].label_feedback["shared"]  # the best hit shares its own tags
+    assert "tags shared with the top 3:" in page and "÷ 1.15" in page
 
 
 def test_weights_change_the_ranking_and_are_applied_as_given(admin_client, demo_team):

@@ -56,6 +56,11 @@ def test_playground_shows_each_score_taken_apart_for_two_settings(admin_page, li
     assert re.search(r"total \d+(\.\d)? ms", hybrid.locator(".timings").inner_text())
     assert "union" in hybrid.locator(".candidates").inner_text()
     assert top.locator(".rank-change").count() == 1  # where it ranks under the other setting
+    # The hybrid's best hit says which of its tags the label feedback counted; text mode has none.
+    feedback = top.locator(".label-feedback")
+    assert feedback.is_visible() and feedback.locator("code").count() >= 1
+    assert re.search(r"score = \(\d\.\d{3} \+ 0\.15\) ÷ 1\.15", feedback.inner_text())
+    assert text.locator(".label-feedback").count() == 0
     screenshot("playground-hybrid-vs-text")
     screenshot("playground-hybrid-vs-text-full", full_page=True)
     title = top.locator(".hit-title").inner_text()

@@ -109,3 +109,6 @@ class Command(BaseCommand):
                     f"metadata {metadata}  quality {e.get('quality', 0):.2f}  penalty {e.get('penalty', 0):.2f}  "
                     f"found by {', '.join(hit.found_by) or '-'}"
                 )
+                if labels := e.get("labels"):
+                    shared = ", ".join(labels["shared"]) or "none"
+                    self.stdout.write(f"{'':>5}tags shared with the top {labels['top']}: {shared}")
