@@ -326,14 +326,23 @@ class SearchHitOut(Schema):
     score: float = 0.0
     relevance: str = Field(
         "",
-        description="high | medium | low: the score's label, capped by the hit's own similarity to the "
-        "query (high needs a cosine >= 0.25, medium >= 0.12) or, without the model, by the share of the "
-        "query's terms it carries (all for high, half for medium); not capped when it carries every "
-        "query term exactly (a tag, tech stack or title word).",
+        description="high | medium | low: what a curator would call the hit, from its own evidence on fixed "
+        "scales, never relative to the other hits: its cosine to the query and its BM25 against the query's "
+        "attainable maximum, weighted as the search weighs meaning and words (without the model: words "
+        "alone), high from 0.55, medium from 0.3 (SEARCH_RELEVANCE_THRESHOLDS). Quality and label feedback "
+        "do not count. A hit carrying every query term exactly (a tag, tech stack or title word) is at "
+        "least medium.",
     )
     found_by: list[str] = []
     collapsed_ids: list[int] = Field([], description="Ids of the same-title lessons folded into this hit.")
-    explanation: dict | None = Field(None, description="With explain: how the score was made.")
+    explanation: dict | None = Field(
+        None,
+        description="With explain: how the score was made. The parts on 0..1 (semantic, keyword with "
+        "matched_terms, metadata, quality), penalty, weights and weighted_score; similarity, "
+        "feedback_similarity, bm25 and bm25_max where measured; legs and found_by; exact_term. In a hybrid "
+        "lesson search on the default weights, labels {value, shared, weight, top}: score = (weighted_score + "
+        "weight x value) / (1 + weight), value 1 when the lesson shares a tag (shared) with the top hits.",
+    )
 
 
 class SearchOut(Schema):

@@ -116,6 +116,14 @@ def test_a_lesson_stored_through_the_api_is_then_found_by_search(api, django_cap
     results = response.json()["results"]
     assert results[0]["id"] == created.json()["id"]
     assert results[0]["explanation"]
+    # Label feedback, in the API's words: the lesson carries no tags, so it shares none and its
+    # score is its weighted score over 1 + weight.
+    labels = results[0]["explanation"]["labels"]
+    assert labels["value"] == 0.0 and labels["shared"] == [] and labels["top"] == 3
+    assert results[0]["score"] == pytest.approx(results[0]["explanation"]["weighted_score"] / (1 + labels["weight"]),
+                                                abs=2e-4)
+    assert "labels" not in api.post("/search", {"query": "database security", "mode": "text", "explain": True}
+                                    ).json()["results"][0]["explanation"]
 
 
 def test_a_body_over_the_upload_limit_is_413_saying_the_limit(api, settings):
