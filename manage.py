@@ -42,6 +42,12 @@ def main():
     command = sys.argv[1] if len(sys.argv) > 1 else "manage.py"
     try:
         execute_from_command_line(sys.argv)
+        sys.stdout.flush()  # a reader that went away shows here, not in the interpreter's exit
+    except BrokenPipeError:
+        # The reader closed the pipe (`manage.py search ... | head`): stop quietly, as `ls | head` does,
+        # with the shell's status for SIGPIPE. Nothing more can reach stdout, so it goes to devnull.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
     except KeyboardInterrupt:
         # Ctrl-C: one line, not a traceback. Commands write in committed steps (a batch, a line),
         # so what finished before it is kept; a re-run carries on.

@@ -105,21 +105,28 @@ EXIT_REPORT = (
 )
 
 
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def _test_database_environment() -> dict[str, str]:
+    """The environment of a `manage.py` subprocess that uses this run's test database (an empty
+    host: libpq reads the socket folder from PGHOST)."""
+    settings_dict = connection.settings_dict
+    return {
+        **os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "DJANGO_DEBUG": "1",
+        "DATABASE_URL": f"postgres://{settings_dict['USER']}@/{settings_dict['NAME']}",
+        "PGHOST": str(settings_dict["HOST"]), "PGPORT": str(settings_dict["PORT"]),
+    }
+
+
 def test_the_command_line_search_imports_only_what_a_query_needs(demo_team):
     """Run as a person runs it, in a fresh process against the test database: a hybrid search
     (the ONNX query encoder loads), then the modules it imported are listed at exit. Not timed:
     the timing is measured and written down in the README; this keeps the causes away."""
-    settings_dict = connection.settings_dict
-    environment = {
-        **os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "DJANGO_DEBUG": "1",
-        # The test database of this run (an empty host: libpq reads the socket folder from PGHOST).
-        "DATABASE_URL": f"postgres://{settings_dict['USER']}@/{settings_dict['NAME']}",
-        "PGHOST": str(settings_dict["HOST"]), "PGPORT": str(settings_dict["PORT"]),
-    }
     script = EXIT_REPORT.format(heavy=NOT_ON_THE_CLI_PATH)
     result = subprocess.run(
         [sys.executable, "-c", script, "search", "database security", "--team", demo_team.slug],
-        cwd=Path(__file__).resolve().parents[2], env=environment, capture_output=True, text=True, timeout=300,
+        cwd=PROJECT, env=_test_database_environment(), capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stderr
     assert "mode hybrid" in result.stdout and "lesson-" in result.stdout  # a real search answered
@@ -139,3 +146,17 @@ def test_manage_py_starts_loading_the_encoder_the_backend_will_ask_for(monkeypat
     manage.start_query_encoder_early(["manage.py", "search", "anything", "--team", "acme"])
     backend = get_embedding_backend()
     assert started == [{"model_dir": backend.model_dir, "path": backend.onnx_path, "threads": backend.query_threads}]
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(demo_team):
+    """`manage.py search ... | head -2`: head exits after two lines and the command's next write
+    fails. It stops quietly with the shell's status for SIGPIPE, as `ls | head` does. Here the
+    reading end is closed before the command writes anything, so its first write fails."""
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "search", "database security", "--team", demo_team.slug, "--mode", "text"],
+        cwd=PROJECT, env=_test_database_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    process.stdout.close()
+    _, errors = process.communicate(timeout=300)
+    assert process.returncode == 141, errors
+    assert "Traceback" not in errors and "BrokenPipeError" not in errors
