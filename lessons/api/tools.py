@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from ninja import Router, Schema
 from pydantic import TypeAdapter
 
@@ -69,7 +70,7 @@ def function_parameters(schema: dict, *, definitions: dict | None = None, fixed=
     """A pydantic / OpenAPI object schema as function-calling parameters, without `fixed` fields."""
     flat = _inline(schema, {**schema.get("$defs", {}), **(definitions or {})})
     properties = {name: value for name, value in flat.get("properties", {}).items() if name not in fixed}
-    parameters = {"type": "object", "properties": properties}
+    parameters = {"type": "object", "properties": properties, "additionalProperties": False}
     required = [name for name in flat.get("required", []) if name not in fixed]
     if required:
         parameters["required"] = required
@@ -96,6 +97,13 @@ class AgentTool:
     def call(self, *, team: Team, arguments: dict | None, source: str = "mcp") -> Any:
         """Validate `arguments` with the endpoint's schema (raises pydantic.ValidationError), run
         the endpoint's operation, and return its answer as JSON-ready data."""
+        # A misspelt argument ("limt") must not silently run with the default, nor a fixed one
+        # ("kind" of search_lessons) be quietly overridden: both are refused by name.
+        takes = [name for name in self.input.model_fields if name not in self.fixed]
+        unknown = sorted(set(arguments or {}) - set(takes))
+        if unknown:
+            message = f"not an argument of {self.name}; it takes {', '.join(takes)}"
+            raise DjangoValidationError({name: message for name in unknown})
         payload = self.input.model_validate({**(arguments or {}), **self.fixed})
         # Search-shaped answers are recorded under the caller's name (see operations._recorded).
         extra = {"source": source} if self.output is SearchOut else {}
@@ -197,7 +205,8 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     AgentTool(
         name="get_panic_attacks",
         description="Every panic attack memory (emotions or categories hold 'panic' or "
-        "'panic-attack'), in the order they happened, with `total`; nothing else is mixed in.",
+        "'panic-attack', also spelled 'panic attack' or 'panic_attack'), in the order they happened, "
+        "with `total`; nothing else is mixed in.",
         endpoint="GET /memories/panic-attacks",
         input=PanicAttacksQuery,
         output=MemoryListOut,
@@ -214,8 +223,8 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     ),
     AgentTool(
         name="get_events",
-        description="Event memories (category 'event') of the last `days` days (when they "
-        "happened, else when stored), newest first, with `total`.",
+        description="Event memories (category 'event') of the last `days` days up to now (when "
+        "they happened, else when stored; events still to come are not listed), newest first, with `total`.",
         endpoint="GET /memories/events",
         input=EventsQuery,
         output=MemoryListOut,

@@ -6,6 +6,7 @@ says why; embedding calls then raise `EmbeddingUnavailable`, which callers turn 
 answer, never a crash.
 """
 
+import atexit
 import gc
 import hashlib
 import logging
@@ -349,6 +350,18 @@ def warm_up() -> None:
 
 _warm_up_threads: dict[int, threading.Thread] = {}
 _warm_up_lock = threading.Lock()
+# How long a process that is ending waits for a model still loading (a cold load takes 1-3 s).
+WARM_UP_EXIT_WAIT_SECONDS = 60
+
+
+@atexit.register
+def _let_warm_ups_finish() -> None:
+    """A process that ends while its daemon thread is still inside ONNX Runtime's or torch's
+    loading code (an MCP client that only listed the tools, a command refused at once) tears the
+    interpreter down under that C++ code, which aborts: "terminate called without an active
+    exception", status -6. Waiting for the load first lets it exit cleanly."""
+    for thread in list(_warm_up_threads.values()):
+        thread.join(timeout=WARM_UP_EXIT_WAIT_SECONDS)
 
 
 def warm_up_in_background() -> threading.Thread | None:

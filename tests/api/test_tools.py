@@ -36,7 +36,12 @@ def _endpoint_parameters(openapi, tool) -> dict:
         if parameter["in"] == "query" and parameter["name"] not in tool.fixed
     }
     required = [p["name"] for p in operation.get("parameters", []) if p.get("required") and p["name"] not in tool.fixed]
-    return {"type": "object", "properties": properties, **({"required": required} if required else {})}
+    return {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,  # a tool takes its endpoint's parameters and nothing else
+        **({"required": required} if required else {}),
+    }
 
 
 def test_tools_cover_the_seeds_and_the_lesson_tools():

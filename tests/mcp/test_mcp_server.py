@@ -6,6 +6,7 @@ commit their data (`transaction=True`)."""
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import quote
@@ -99,6 +100,47 @@ def test_bad_arguments_are_a_tool_error_naming_the_field(team):
     assert not Lesson.objects.exists()
 
 
+def test_an_argument_a_tool_does_not_take_is_refused_by_name(team):
+    """A misspelt argument must not run the tool on its defaults, nor a caller override what a
+    tool fixes (search_lessons searches lessons)."""
+
+    async def session(client):
+        return (
+            await client.call_tool("get_events", {"day": 1}),
+            await client.call_tool("get_all_friends", {"limt": 1}),
+            await client.call_tool("search_lessons", {"query": "rls", "kind": "memories"}),
+            await client.call_tool("store_memory", {"content": "x", "mood": "calm"}),
+        )
+
+    events, friends, kind, memory = _run(session)(team)
+    assert [_payload(result)["errors"][0]["field"] for result in (events, friends, kind, memory)] == [
+        "day",
+        "limt",
+        "kind",
+        "mood",
+    ]
+    assert all(result.is_error for result in (events, friends, kind, memory))
+    assert _payload(events)["errors"][0]["message"] == "not an argument of get_events; it takes days, limit"
+    assert not Memory.objects.exists()
+
+
+def test_a_blank_name_or_emotion_is_refused_not_read_as_everyone(team):
+    Memory.objects.create(team=team, content="Lunch with Ada", people=["Ada"], emotions=["happy"])
+
+    async def session(client):
+        return (
+            await client.call_tool("search_by_person", {"name": "   "}),
+            await client.call_tool("search_by_emotion", {"emotion": " "}),
+            await client.call_tool("search_by_person", {"name": "  Ada "}),
+        )
+
+    blank_name, blank_emotion, ada = _run(session)(team)
+    assert blank_name.is_error and _payload(blank_name)["errors"][0]["field"] == "name"
+    assert blank_emotion.is_error and _payload(blank_emotion)["errors"][0]["field"] == "emotion"
+    assert [hit["fields"]["content"] for hit in _payload(ada)["results"]] == ["Lunch with Ada"]
+    assert Memory.objects.get().returned_count == 1  # only the real search counted a return
+
+
 def test_search_lessons_reads_the_teams_lessons(team, other_team):
     ours = lesson_create(team=team, title="Enable row level security on multi-tenant tables")
     theirs = lesson_create(team=other_team, title="Enable row level security on multi-tenant tables")
@@ -149,6 +191,38 @@ def test_manage_py_mcp_over_stdio_with_an_api_key(team, other_team):
     assert Memory.objects.get(pk=_payload(stored)["id"]).team == team
     assert not found.is_error, found.content[0].text
     assert [hit["id"] for hit in _payload(found)["results"]] == [ours.pk]
+
+
+def test_a_client_that_leaves_while_the_model_loads_ends_the_server_cleanly(team):
+    """A client that initialises and disconnects at once (listing tools, probing) used to leave the
+    process tearing down under the model's loading thread: SIGABRT, "terminate called..."."""
+    environment = {**os.environ, "DATABASE_URL": _test_database_url(), "DJANGO_DEBUG": "1", "EMBEDDING_WARM_UP": "1"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+    for _ in range(2):  # the load outlives the session nearly every time; twice makes a miss unlikely
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "mcp", "--team", team.slug],
+            cwd=PROJECT_ROOT, env=environment, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        server.stdin.write(json.dumps(initialize) + "\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1
+        server.stdin.close()
+        status = server.wait(timeout=120)
+        errors = server.stderr.read()
+        server.stdout.close()
+        server.stderr.close()
+        assert status == 0, errors
+        assert "terminate called" not in errors and "Traceback" not in errors
 
 
 def test_report_usage_closes_the_loop_for_the_servers_team_only(team, other_team):
