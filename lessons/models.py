@@ -7,16 +7,20 @@ the keyword nor the semantic index needs an update command.
 
 import re
 import uuid
+from datetime import UTC, datetime
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Func, Q
 from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIMENSIONS = 384
+# A lesson's frequency is a PostgreSQL integer; sums (merges, same-title rows in a search) stop here.
+MAX_FREQUENCY = 2**31 - 1
 SHORT_TERM_LENGTH = 64
 # The columns search filters read (lessons/search/filters.py), carried by each kind's covering
 # index: the BM25 leg checks the filter row by row as it walks its heads, and at 300,000 lessons
@@ -26,12 +30,36 @@ LESSON_FILTER_COLUMNS = ["team", "status", "category", "tech_stacks", "project_t
 MEMORY_FILTER_COLUMNS = ["team", "current_version", "categories", "importance", "people", "emotions", "occurred_at",
                          "created_at"]
 
-# Case is accepted here because the services lowercase these terms before saving.
+# Case is accepted here because the services lowercase these terms before saving. ASCII: without
+# it IGNORECASE lets [a-z] match letters that only fold to ASCII ("ſ", the Kelvin sign).
 short_term_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9+#._ -]*$",
-    "Use letters, digits and + # . _ - (start with a letter or digit).",
-    flags=re.IGNORECASE,
+    "Use ASCII letters, digits, spaces and + # . _ - (start with a letter or digit).",
+    flags=re.IGNORECASE | re.ASCII,
 )
+
+
+def validate_storable_moment(value: datetime | None) -> None:
+    """PostgreSQL stores a timestamp in UTC, years 1..9999 as Python reads them back: a moment
+    valid as written ("9999-12-31T23:00:00-02:00") but past that range in UTC would be stored and
+    then break every read of its row."""
+    if value is None or value.tzinfo is None:
+        return
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        raise ValidationError("Use a moment between years 1 and 9999 in UTC.", code="out_of_range") from None
+
+
+def refuse_taken_external_id(row: models.Model, *, others: models.QuerySet) -> None:
+    """A clear error naming `external_id` (instead of the constraint's generic one) when another
+    row of the team already carries it; the unique constraint still guards against races."""
+    if row.external_id and others.filter(team_id=row.team_id, external_id=row.external_id).exclude(pk=row.pk).exists():
+        noun = row._meta.verbose_name
+        raise ValidationError(
+            {"external_id": f"another {noun} of this team already has external_id {row.external_id!r}."},
+            code="taken",
+        )
 
 
 class ArrayAsText(Func):
@@ -141,7 +169,9 @@ class Lesson(UsageMixin, EmbeddedMixin):
         help_text="One of " + ", ".join(LessonCategory.values) + ", or a new lowercase category.",
     )
     confidence = models.FloatField(default=0.5, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
-    frequency = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    frequency = models.PositiveIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_FREQUENCY)]
+    )
     project_types = short_terms_field()
     tech_stacks = short_terms_field()
     tags = short_terms_field()
@@ -194,6 +224,9 @@ class Lesson(UsageMixin, EmbeddedMixin):
             ),
         ]
 
+    def clean(self):
+        refuse_taken_external_id(self, others=Lesson.objects.all())
+
     def __str__(self):
         return self.title
 
@@ -213,7 +246,7 @@ class Memory(UsageMixin, EmbeddedMixin):
     )
     people = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     emotions = short_terms_field()
-    occurred_at = models.DateTimeField(null=True, blank=True)
+    occurred_at = models.DateTimeField(null=True, blank=True, validators=[validate_storable_moment])
     version = models.PositiveIntegerField(default=1, editable=False)
     current_version = models.ForeignKey(
         "self",
@@ -270,6 +303,11 @@ class Memory(UsageMixin, EmbeddedMixin):
                 opclasses=["vector_cosine_ops"],
             ),
         ]
+
+    def clean(self):
+        # Earlier versions keep the external_id they had; only current memories must differ.
+        if self.current_version_id is None:
+            refuse_taken_external_id(self, others=Memory.objects.filter(current_version__isnull=True))
 
     def __str__(self):
         return self.content[:80]

@@ -134,6 +134,8 @@ def merge_memories(request, payload: MemoryMergeIn, memory_id: int = MemoryId):
         merged = memory_get(team=team, memory_id=payload.merge_id)
     except Memory.DoesNotExist:
         raise ValidationError({"merge_id": f"memory {payload.merge_id} does not exist"}) from None
+    if merged.pk == keep.pk:
+        raise ValidationError({"merge_id": f"memory {keep.pk} is the one kept; it cannot be merged into itself"})
     kept = curation_services.memory_merge(keep=keep, merged=merged)
     return {"memory": kept, "merged_id": payload.merge_id}
 

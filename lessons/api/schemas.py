@@ -10,10 +10,12 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from django.conf import settings
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict, StringConstraints, field_validator
 
-from lessons.models import Lesson, Memory
+from lessons.models import MAX_FREQUENCY, Lesson, Memory
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
 
 # Bounds on free text, so a runaway agent cannot store a megabyte in one field.
@@ -23,9 +25,11 @@ MAX_TERMS = 50
 MAX_ID = 2**63 - 1  # PostgreSQL bigint: a larger id is refused as input, never a database error
 
 LessonStatusName = Literal["proposed", "confirmed", "rejected"]
-Term = Annotated[str, Field(min_length=1, max_length=MAX_TERM_CHARS)]
+# Surrounding blanks go before the length is checked: " secret " is the tag `secret`, and "  "
+# is refused naming its field (as a blank it would match nothing, or every row).
+Term = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TERM_CHARS)]
 Terms = Annotated[list[Term], Field(max_length=MAX_TERMS)]
-Name = Annotated[str, Field(min_length=1, max_length=200)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many results, 1..{MAX_LIMIT}.")]
 
 # Literal types spelled from the engine's own constants, so the two cannot disagree.
@@ -134,7 +138,7 @@ class LessonProposeIn(StrictIn):
         "workflow", min_length=1, max_length=MAX_TERM_CHARS, description="architecture, security, database, ..."
     )
     confidence: float = Field(0.5, ge=0.0, le=1.0)
-    frequency: int = Field(1, ge=1, description="How often it was seen.")
+    frequency: int = Field(1, ge=1, le=MAX_FREQUENCY, description="How often it was seen.")
     project_types: Terms = []
     tech_stacks: Terms = []
     tags: Terms = []
@@ -156,7 +160,7 @@ class LessonPatch(StrictIn):
     recommendation: str = Field(None, max_length=MAX_TEXT_CHARS)
     category: str = Field(None, min_length=1, max_length=MAX_TERM_CHARS)
     confidence: float = Field(None, ge=0.0, le=1.0)
-    frequency: int = Field(None, ge=1)
+    frequency: int = Field(None, ge=1, le=MAX_FREQUENCY)
     project_types: Terms = None
     tech_stacks: Terms = None
     tags: Terms = None
@@ -172,9 +176,21 @@ def _lowercase(values):
     return values
 
 
+def _every_word(text: str | None, *fields: str) -> Q:
+    """Each word of `text` in one of `fields` (a substring, any case): "row security" finds
+    "Row-level security" as the words are, not only as the phrase."""
+    condition = Q()
+    for word in (text or "").split():
+        either = Q()
+        for name in fields:
+            either |= Q(**{f"{name}__icontains": word})
+        condition &= either
+    return condition
+
+
 class LessonFilters(FilterSchema):
-    text: Annotated[str | None, FilterLookup(["title__icontains", "description__icontains"])] = Field(
-        None, max_length=MAX_QUERY_CHARS, description="Words in the title or description."
+    text: str | None = Field(
+        None, max_length=MAX_QUERY_CHARS, description="Words in the title or description (each of them, any order)."
     )
     status: Annotated[LessonStatusName | None, FilterLookup("status")] = None
     category: Annotated[str | None, FilterLookup("category")] = None
@@ -185,6 +201,9 @@ class LessonFilters(FilterSchema):
 
     _lowercase_terms = field_validator("category", "tech_stack", "project_type", "tag")(_lowercase)
     _no_nul = field_validator("*")(_refuse_nul)
+
+    def filter_text(self, value: str | None) -> Q:
+        return _every_word(value, "title", "description")
 
 
 # --- memories ------------------------------------------------------------------------------
@@ -255,17 +274,29 @@ class MemoryPatch(StrictIn):
 
 
 class MemoryFilters(FilterSchema):
-    text: Annotated[str | None, FilterLookup(["content__icontains", "details__icontains"])] = Field(
-        None, max_length=MAX_QUERY_CHARS, description="Words in the content or details."
+    text: str | None = Field(
+        None, max_length=MAX_QUERY_CHARS, description="Words in the content or details (each of them, any order)."
     )
     category: Annotated[list[str] | None, FilterLookup("categories__overlap")] = None
-    person: Annotated[list[str] | None, FilterLookup("people__overlap")] = None
+    person: list[str] | None = Field(None, description="Names one of these people (any case).")
     emotion: Annotated[list[str] | None, FilterLookup("emotions__overlap")] = None
     min_importance: Annotated[int | None, FilterLookup("importance__gte")] = Field(None, ge=1, le=10)
     external_id: Annotated[str | None, FilterLookup("external_id")] = None
 
     _lowercase_terms = field_validator("category", "emotion")(_lowercase)
     _no_nul = field_validator("*")(_refuse_nul)
+
+    def filter_text(self, value: str | None) -> Q:
+        return _every_word(value, "content", "details")
+
+    def filter_person(self, value: list[str] | None) -> Q:
+        # Names keep their case when stored; a filter compares them case-insensitively, as the
+        # friends listing and a search's `people` filter do.
+        names = [" ".join(name.split()).lower() for name in value or [] if name.strip()]
+        if not names:
+            return Q()
+        table = Memory._meta.db_table
+        return Q(RawSQL(f'lower("{table}"."people"::text)::text[] && %s::text[]', [names], output_field=BooleanField()))
 
 
 # --- search --------------------------------------------------------------------------------
@@ -434,14 +465,12 @@ class EventsQuery(TextIn):
 
 
 class ByPersonQuery(TextIn):
-    name: str = Field(min_length=1, max_length=200, description="The person's name.")
+    name: Name = Field(description="The person's name.")
     limit: Limit = 20
 
 
 class ByEmotionQuery(TextIn):
-    emotion: str = Field(
-        min_length=1, max_length=MAX_TERM_CHARS, description="happy, sad, anxious, panic, excited, ..."
-    )
+    emotion: Term = Field(description="happy, sad, anxious, panic, excited, ...")
     limit: Limit = 20
 
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from lessons.models import MAX_FREQUENCY
 from lessons.search.kinds import SearchKind, canonical
 
 TECH_MISMATCH_FACTOR = 0.5  # seed 000: the semantic part is halved
@@ -107,7 +108,7 @@ def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], i
         lead = max(members, key=lambda c: (c.best_similarity, c.bm25_primary, c.row.get("confidence", 0), -c.id))
         row = dict(lead.row)
         row["confidence"] = max(m.row.get("confidence", 0.0) for m in members)
-        row["frequency"] = sum(m.row.get("frequency", 1) for m in members)
+        row["frequency"] = min(MAX_FREQUENCY, sum(m.row.get("frequency", 1) for m in members))
         collapsed.append(Candidate(
             id=lead.id,
             row=row,

@@ -102,10 +102,21 @@ def memories_friends(*, team: Team, limit: int = 50) -> PeopleListing:
     return PeopleListing(total=rows[0][-1] if rows else 0, results=people)
 
 
+def _spellings(terms) -> list[str]:
+    """Each term as stored terms may spell it: "panic-attack", "panic attack", "panic_attack"
+    (terms allow spaces, hyphens and underscores alike)."""
+    spelled: dict[str, None] = {}
+    for term in terms:
+        words = term.lower().replace("_", " ").replace("-", " ").split()
+        for separator in ("-", " ", "_"):
+            spelled.setdefault(separator.join(words), None)
+    return list(spelled)
+
+
 def memories_panic_attacks(*, team: Team, limit: int | None = None) -> MemoryListing:
     """Every current memory whose emotions or categories hold one of settings.MEMORY_PANIC_TERMS,
     in the order they happened (occurred_at, else created_at), at most MEMORY_LISTING_MAX."""
-    terms = [term.lower() for term in settings.MEMORY_PANIC_TERMS]
+    terms = _spellings(settings.MEMORY_PANIC_TERMS)
     memories = _current(team=team).filter(Q(emotions__overlap=terms) | Q(categories__overlap=terms))
     return _listing(memories.order_by("moment", "id"), limit=limit or settings.MEMORY_LISTING_MAX)
 
@@ -118,9 +129,11 @@ def memories_interests(*, team: Team, limit: int = 50) -> MemoryListing:
 
 def memories_recent_events(*, team: Team, days: int = 30, limit: int = 50) -> MemoryListing:
     """Current memories in category `event` that happened in the last `days` days (occurred_at,
-    else created_at), newest first."""
-    since = timezone.now() - timedelta(days=days)
-    memories = _current(team=team).filter(categories__contains=["event"], moment__gte=since)
+    else created_at), newest first; an event still to come has not happened yet."""
+    now = timezone.now()
+    memories = _current(team=team).filter(
+        categories__contains=["event"], moment__gte=now - timedelta(days=days), moment__lte=now
+    )
     return _listing(memories.order_by(F("moment").desc(), "-id"), limit=limit)
 
 

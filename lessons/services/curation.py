@@ -22,7 +22,16 @@ higher importance, and its date if it had none; the other memory (with its versi
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, LessonMerge, LessonStatus, Memory, Team
+from lessons.models import (
+    MAX_FREQUENCY,
+    DuplicateDismissal,
+    DuplicateKind,
+    Lesson,
+    LessonMerge,
+    LessonStatus,
+    Memory,
+    Team,
+)
 from lessons.services import lessons as lesson_services
 from lessons.services import memories as memory_services
 from lessons.services.common import normalise_names, normalise_terms
@@ -88,7 +97,7 @@ def lesson_merge(*, keep: Lesson, merged: list[Lesson], text_from: Lesson | None
     source = rows[text_from_id]
     changes = {name: getattr(source, name) for name in MERGED_TEXT_FIELDS}
     everyone = [kept, *others]
-    changes["frequency"] = sum(lesson.frequency for lesson in everyone)
+    changes["frequency"] = min(MAX_FREQUENCY, sum(lesson.frequency for lesson in everyone))
     changes["confidence"] = max(lesson.confidence for lesson in everyone)
     for name in lesson_services.TERM_FIELDS:
         changes[name] = _union(*(getattr(lesson, name) for lesson in everyone))

@@ -125,12 +125,15 @@ def _snapshot(memory: Memory) -> dict:
 
 
 def _archive_version(*, memory: Memory, previous_state: dict) -> Memory:
-    """Store the memory's previous state as a version row of its own."""
-    written_at = previous_state.pop("updated_at")
+    """Store the memory's previous state as a version row of its own: `created_at` when its text
+    was written, `updated_at` when it was replaced (now)."""
+    previous_state.pop("updated_at")
+    # Its text became current when the version before it was replaced, else when the memory was
+    # created; the memory's own updated_at may be a later edit of its people or importance.
+    replaced_before = memory.previous_versions.order_by("-version").values_list("updated_at", flat=True).first()
     version = Memory(current_version=memory, **previous_state)
     version.save()
-    # A version was written when the memory was last updated, not now.
-    Memory.objects.filter(pk=version.pk).update(created_at=written_at, updated_at=written_at)
+    Memory.objects.filter(pk=version.pk).update(created_at=replaced_before or memory.created_at)
     # It keeps the embedding copied from the memory; only one never embedded (or stale) needs one.
     embedding_schedule_if_pending(item=version)
     return version

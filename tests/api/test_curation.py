@@ -167,3 +167,26 @@ def test_the_openapi_document_declares_the_curation_endpoints_and_their_errors(a
         assert statuses <= set(responses), path
         for status in statuses:
             assert responses[status]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorOut")
+
+
+def test_a_memory_merged_into_itself_is_refused_naming_merge_id(api, team):
+    memory = memory_create(team=team, content="Met Sam at the gym")
+    response = api.post(f"/memories/{memory.pk}/merge", {"merge_id": memory.pk})
+    assert response.status_code == 422
+    assert response.json()["errors"] == [
+        {"field": "merge_id", "message": f"memory {memory.pk} is the one kept; it cannot be merged into itself"}
+    ]
+    assert Memory.objects.filter(pk=memory.pk).exists()
+
+
+def test_merged_frequencies_stop_at_the_largest_storable_one(api, team):
+    from lessons.models import MAX_FREQUENCY
+
+    keep = Lesson.objects.create(team=team, title="Pin it", frequency=MAX_FREQUENCY)
+    other = Lesson.objects.create(team=team, title="Pin it too", frequency=MAX_FREQUENCY)
+    response = api.post(f"/lessons/{keep.pk}/merge", {"merge_ids": [other.pk]})
+    assert response.status_code == 200, response.content
+    assert response.json()["lesson"]["frequency"] == MAX_FREQUENCY
+    assert not Lesson.objects.filter(pk=other.pk).exists()
+    too_many = api.post("/lessons", {"title": "x", "frequency": MAX_FREQUENCY + 1})
+    assert too_many.status_code == 422 and too_many.json()["errors"][0]["field"] == "frequency"

@@ -141,4 +141,26 @@ def test_duplicate_external_id_is_422(api):
     assert api.post("/lessons", {"title": "x", "external_id": "e1"}).status_code == 201
     response = api.post("/lessons", {"title": "y", "external_id": "e1"})
     assert response.status_code == 422
-    assert "External id" in response.json()["detail"]
+    assert response.json()["errors"] == [
+        {"field": "external_id", "message": "another lesson of this team already has external_id 'e1'."}
+    ]
+
+
+def test_the_text_filter_finds_each_word_in_any_order(api, team):
+    LessonFactory(team=team, title="Row-level security for tenants", description="Enable it on every table")
+    LessonFactory(team=team, title="Security headers", description="Set them in the proxy")
+    assert [l["title"] for l in api.get("/lessons", {"text": "row security"}).json()["items"]] == [
+        "Row-level security for tenants"
+    ]
+    assert api.get("/lessons", {"text": "SECURITY"}).json()["count"] == 2
+    assert api.get("/lessons", {"text": "table tenants"}).json()["count"] == 1
+
+
+@pytest.mark.parametrize("term", ["\u017fecurity", "\u0131nfra", "caf\u00e9"])
+def test_a_term_with_letters_that_only_fold_to_ascii_is_refused(api, term):
+    """A-Z under case-insensitive matching also matches the long s and the dotless i; they are not
+    ASCII, and a filter typed in ASCII would never find them."""
+    response = api.post("/lessons", {"title": "x", "tags": [term]})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "tags"
+    assert not Lesson.objects.exists()

@@ -98,3 +98,67 @@ def test_a_date_without_time_zone_is_taken_as_utc(api):
     assert response.status_code == 201
     assert response.json()["occurred_at"] == "2020-01-01T00:00:00Z"
     assert Memory.objects.get().occurred_at.isoformat() == "2020-01-01T00:00:00+00:00"
+
+
+@pytest.mark.parametrize("moment", ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"])
+def test_a_moment_past_the_storable_years_in_utc_is_refused_and_nothing_breaks(api, team, moment):
+    """Valid as written, but past year 9999 (or before year 1) in UTC: stored, it would break every
+    read of the row (and every memory search of the team)."""
+    kept = MemoryFactory(team=team, content="Climbing trip", occurred_at=None)
+    created = api.post("/memories", {"content": "x", "occurred_at": moment})
+    assert created.status_code == 422
+    assert created.json()["errors"] == [
+        {"field": "occurred_at", "message": "Use a moment between years 1 and 9999 in UTC."}
+    ]
+    patched = api.patch(f"/memories/{kept.pk}", {"occurred_at": moment})
+    assert patched.status_code == 422 and patched.json()["errors"][0]["field"] == "occurred_at"
+    kept.refresh_from_db()
+    assert kept.occurred_at is None and kept.version == 1
+    assert api.get("/memories").json()["count"] == 1
+    assert api.post("/search", {"query": "climbing", "kind": "memories", "mode": "text"}).status_code == 200
+
+
+def test_a_taken_external_id_is_refused_naming_the_field(api, team):
+    assert api.post("/memories", {"content": "a", "external_id": "m1"}).status_code == 201
+    second = api.post("/memories", {"content": "b", "external_id": "m1"})
+    assert second.status_code == 422
+    assert second.json()["errors"] == [
+        {"field": "external_id", "message": "another memory of this team already has external_id 'm1'."}
+    ]
+    other = api.post("/memories", {"content": "c"}).json()["id"]
+    assert api.patch(f"/memories/{other}", {"external_id": "m1"}).json()["errors"][0]["field"] == "external_id"
+    # Editing the text of the one that has it keeps it (its earlier version carries it too).
+    first = Memory.objects.get(external_id="m1", current_version__isnull=True)
+    assert api.patch(f"/memories/{first.pk}", {"content": "a, revised"}).status_code == 200
+
+
+def test_an_offset_past_the_largest_row_number_is_refused_naming_it(api):
+    response = api.get("/memories", {"offset": 10**20})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "offset"
+
+
+def test_list_filters_read_people_in_any_case_and_words_in_any_order(api, team):
+    MemoryFactory(team=team, content="Dinner with Alice", details="at the harbour", people=["Alice"])
+    MemoryFactory(team=team, content="Lunch with Bob", people=["Bob"])
+    assert [m["content"] for m in api.get("/memories", {"person": "alice"}).json()["items"]] == ["Dinner with Alice"]
+    assert api.get("/memories", {"person": ["ALICE", "bob"]}).json()["count"] == 2
+    assert api.get("/memories", {"text": "harbour dinner"}).json()["count"] == 1
+    assert api.get("/memories", {"text": "harbour lunch"}).json()["count"] == 0
+
+
+def test_a_version_is_dated_when_its_text_was_written_not_at_a_later_edit(api, team):
+    from datetime import UTC, datetime
+
+    created = api.post("/memories", {"content": "First text"}).json()
+    memory = Memory.objects.get(pk=created["id"])
+    written = datetime(2024, 1, 1, tzinfo=UTC)
+    Memory.objects.filter(pk=memory.pk).update(created_at=written, updated_at=written)
+    api.patch(f"/memories/{memory.pk}", {"content": "Second text"})
+    second_written = Memory.objects.get(current_version=memory, version=1).updated_at
+    api.patch(f"/memories/{memory.pk}", {"people": ["Sam"]})  # not a text edit: no version
+    api.patch(f"/memories/{memory.pk}", {"content": "Third text"})
+    versions = {v.version: v for v in Memory.objects.filter(current_version=memory)}
+    assert versions[1].created_at == written
+    assert versions[2].created_at == second_written  # when "Second text" replaced the first
+    assert versions[2].updated_at > versions[2].created_at

@@ -130,3 +130,13 @@ def test_a_body_over_the_upload_limit_is_413_saying_the_limit(api, settings):
     response = api.post("/search", {"query": "x", "context": "y" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)})
     assert response.status_code == 413
     assert f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,}" in response.json()["detail"]
+
+
+def test_filter_terms_are_trimmed_as_stored_ones_are(api, team):
+    lesson_create(team=team, title="Rotate the service key", tags=["secret"], category="security")
+    for filters in ({"tags": [" secret "]}, {"categories": [" Security "]}):
+        body = api.post("/search", {"query": "service key", "mode": "text", "filters": filters}).json()
+        assert [hit["fields"]["title"] for hit in body["results"]] == ["Rotate the service key"], filters
+        assert body["fallback"] is None
+    blank = api.post("/search", {"query": "service key", "filters": {"tags": ["  "]}})
+    assert blank.status_code == 422 and blank.json()["errors"][0]["field"] == "filters.tags.0"

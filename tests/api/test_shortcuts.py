@@ -162,3 +162,37 @@ def test_bad_shortcut_input_is_422_naming_the_field(api, method, path, params, f
     response = api.get(path, params) if method == "get" else api.post(path, params)
     assert response.status_code == 422, response.content
     assert field in [error["field"] for error in response.json()["errors"]]
+
+
+def test_events_still_to_come_are_not_listed(api, team, memories):
+    future = memory_create(
+        team=team, content="Concert next year", categories=["event"], occurred_at=timezone.now() + timedelta(days=300)
+    )
+    ids = [m["id"] for m in _listing(api.get("/memories/events", {"days": 30}))["results"]]
+    assert memories["trip"].pk in ids and future.pk not in ids
+
+
+def test_panic_attacks_whatever_the_separator_of_the_term(api, team, memories):
+    spaced = memory_create(team=team, content="Woke up at night", emotions=["panic attack"])
+    underscored = memory_create(team=team, content="In the lift", emotions=["Panic_Attack"])
+    calm = memory_create(team=team, content="A calm walk", emotions=["calm"])
+    ids = {m["id"] for m in _listing(api.get("/memories/panic-attacks"))["results"]}
+    assert ids == {memories["panic_ours"].pk, spaced.pk, underscored.pk}
+    assert calm.pk not in ids
+
+
+@pytest.mark.parametrize("path, params, field", [
+    ("/memories/by-person", {"name": "   "}, "name"),
+    ("/memories/by-emotion", {"emotion": " "}, "emotion"),
+])
+def test_a_blank_name_or_emotion_is_refused_not_read_as_everyone(api, memories, path, params, field):
+    response = api.get(path, params)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == field
+
+
+def test_one_person_whatever_the_unicode_form_of_their_name(api, team):
+    memory_create(team=team, content="Coffee with Zoë", people=["Zo\u00eb"])
+    memory_create(team=team, content="Zoë's birthday", people=["Zoe\u0308"])
+    body = _listing(api.get("/memories/friends"))
+    assert [(person["name"], person["memory_count"]) for person in body["results"]] == [("Zo\u00eb", 2)]

@@ -62,5 +62,5 @@ def test_a_bad_term_is_refused_on_its_field_and_nothing_is_saved(admin_page):
     admin_page.click("input[name=_continue]")
 
     expect(admin_page.locator(".errornote")).to_be_visible()
-    expect(admin_page.locator(".form-row.field-tags .errorlist")).to_contain_text("Use letters, digits")
+    expect(admin_page.locator(".form-row.field-tags .errorlist")).to_contain_text("Use ASCII letters, digits, spaces")
     assert Lesson.objects.get(pk=lesson.pk).tags == ["tenancy"]
