@@ -88,7 +88,14 @@ def progress_bar(factory: ProgressFactory | None, *, total: int, desc: str):
 
 
 def team_base_slug(*, dataset_name: str) -> str:
-    return slugify(f"eval-{dataset_name}")[:80] or "eval"
+    """`eval-<name>`; a name that slugify changes or that is too long gets a short hash of itself,
+    since two such names could meet ("日本" and "中文" both slugify to nothing) and mix their
+    documents in one team."""
+    wanted = f"eval-{dataset_name}"
+    slug = slugify(wanted)
+    if slug == wanted and len(slug) <= 80:
+        return slug
+    return f"{slug[:71].rstrip('-') or 'eval'}-{hashlib.sha1(dataset_name.encode()).hexdigest()[:8]}"
 
 
 def team_name(*, dataset_name: str, scope_key: str | None = None, scope_value: str | None = None) -> str:

@@ -7,12 +7,13 @@ the good lines are imported. Importing the same file again changes nothing: rows
 """
 
 import json
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DataError, transaction
 from django.utils.dateparse import parse_datetime
 
 from lessons.models import Lesson, Memory, Team
@@ -57,9 +58,20 @@ def _text(data: dict, name: str, *, required: bool = False, default: str = "") -
         return default
     if not isinstance(value, str):
         raise LineError(f"{name}: expected a string, got {type(value).__name__}")
+    _storable_text(name, value)
     if required and not value.strip():
         raise LineError(f"{name}: this field is required")
     return value
+
+
+def _storable_text(name: str, value: str) -> None:
+    """PostgreSQL text holds neither NUL nor a lone surrogate (JSON can spell both: \\u0000, \\ud800)."""
+    if "\x00" in value:
+        raise LineError(f"{name}: text cannot contain NUL characters (code 0)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise LineError(f"{name}: not valid Unicode text (a lone surrogate such as \\ud800)") from None
 
 
 def _number(data: dict, name: str, *, default, integer: bool = False):
@@ -68,6 +80,8 @@ def _number(data: dict, name: str, *, default, integer: bool = False):
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise LineError(f"{name}: expected a number, got {type(value).__name__}")
+    if not math.isfinite(value):  # JSON's NaN, Infinity, or 1e400
+        raise LineError(f"{name}: expected a finite number, got {value}")
     if integer and value != int(value):
         raise LineError(f"{name}: expected a whole number, got {value}")
     return int(value) if integer else float(value)
@@ -79,6 +93,8 @@ def _strings(data: dict, name: str) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise LineError(f"{name}: expected a list of strings")
+    for item in value:
+        _storable_text(name, item)
     return value
 
 
@@ -86,7 +102,10 @@ def _datetime(data: dict, name: str) -> datetime | None:
     value = data.get(name)
     if value in (None, ""):
         return None
-    parsed = parse_datetime(value) if isinstance(value, str) else None
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError as error:  # well formed but impossible: month 13, hour 24, offset +25:00
+        raise LineError(f"{name}: not a real date-time, {value!r} ({error})") from None
     if parsed is None:
         raise LineError(f"{name}: expected an ISO-8601 date-time, got {value!r}")
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
@@ -106,7 +125,7 @@ LESSON_KEYS = set(lesson_services.EDITABLE_FIELDS)
 def _lesson_fields(data: dict) -> dict:
     _check_keys(data, LESSON_KEYS)
     return {
-        "external_id": _text(data, "external_id") or None,
+        "external_id": _text(data, "external_id").strip() or None,
         "title": _text(data, "title", required=True),
         "description": _text(data, "description"),
         "context": _text(data, "context"),
@@ -144,7 +163,7 @@ MEMORY_KEYS = set(memory_services.EDITABLE_FIELDS) | {"history"}
 def _memory_fields(data: dict) -> dict:
     _check_keys(data, MEMORY_KEYS)
     return {
-        "external_id": _text(data, "external_id") or None,
+        "external_id": _text(data, "external_id").strip() or None,
         "content": _text(data, "content", required=True),
         "details": _text(data, "details"),
         "categories": _strings(data, "categories"),
@@ -213,7 +232,9 @@ def _describe(error: Exception) -> str:
     return str(error)
 
 
-def _import_lines(*, lines: Iterable[str], team: Team, kind: str, import_one: Callable[..., str]) -> ImportReport:
+def _import_lines(
+    *, lines: Iterable[str | bytes], team: Team, kind: str, import_one: Callable[..., str]
+) -> ImportReport:
     """Import line by line with per-row embedding deferred; one batched backfill of the team's
     pending rows is queued at the end (batches encode far faster than single rows)."""
     with embeddings_deferred():
@@ -225,9 +246,17 @@ def _import_lines(*, lines: Iterable[str], team: Team, kind: str, import_one: Ca
     return report
 
 
-def _import_each(*, lines: Iterable[str], team: Team, import_one: Callable[..., str]) -> ImportReport:
+def _import_each(*, lines: Iterable[str | bytes], team: Team, import_one: Callable[..., str]) -> ImportReport:
     report = ImportReport()
     for number, raw_line in enumerate(lines, start=1):
+        if isinstance(raw_line, bytes):  # a file read as bytes: each line decoded on its own
+            try:
+                raw_line = raw_line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                report.errors.append((number, f"not UTF-8 text ({error.reason} at byte {error.start + 1} of the line)"))
+                continue
+        if number == 1:
+            raw_line = raw_line.removeprefix("\ufeff")  # a byte-order mark some editors write
         if not raw_line.strip():
             continue
         try:
@@ -242,17 +271,21 @@ def _import_each(*, lines: Iterable[str], team: Team, import_one: Callable[..., 
         except (LineError, ValidationError, TypeError, ValueError) as error:
             report.errors.append((number, _describe(error)))
             continue
+        except DataError as error:  # the backstop: the readers refuse what they know the database refuses
+            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            report.errors.append((number, f"a value the database cannot store ({first_line})"))
+            continue
         setattr(report, outcome, getattr(report, outcome) + 1)
     return report
 
 
-def import_lessons(*, lines: Iterable[str], team_slug: str, create_team: bool = False) -> ImportReport:
+def import_lessons(*, lines: Iterable[str | bytes], team_slug: str, create_team: bool = False) -> ImportReport:
     """An unknown team raises TeamError unless `create_team`: a typo must not start a new team."""
     team = team_for_slug(slug=team_slug, create=create_team)
     return _import_lines(lines=lines, team=team, kind="lessons", import_one=_import_lesson)
 
 
-def import_memories(*, lines: Iterable[str], team_slug: str, create_team: bool = False) -> ImportReport:
+def import_memories(*, lines: Iterable[str | bytes], team_slug: str, create_team: bool = False) -> ImportReport:
     """An unknown team raises TeamError unless `create_team`: a typo must not start a new team."""
     team = team_for_slug(slug=team_slug, create=create_team)
     return _import_lines(lines=lines, team=team, kind="memories", import_one=_import_memory)

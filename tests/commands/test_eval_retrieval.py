@@ -105,6 +105,13 @@ def test_scope_key_searches_each_users_own_memories(tmp_path):
         ((TINY, "--fusion", "max"), "--fusion"),
         ((TINY, "--max-queries", "0"), "--max-queries"),
         ((TINY, "--weights", "semantic=x"), "--weights"),
+        # Refused before the corpus loads (the engine's refusal came after it, as a traceback).
+        ((TINY, "--weights", "semantic=-5,keyword=0,quality=0"), "--weights: semantic: expected a number >= 0"),
+        ((TINY, "--weights", "semantic=nan"), "--weights: semantic"),
+        ((TINY, "--weights", "semantic=0,keyword=0,quality=0"), "at least one weight must be above 0"),
+        # A graded set would ignore these: refused by name instead.
+        ((FIXTURES / "lessons_dev", "--max-queries", "1", "--kind", "memories"), "--kind, --max-queries: not used"),
+        ((FIXTURES / "lessons_dev", "--weights", "semantic=1"), "--weights: not used by a graded lesson set"),
     ],
 )
 def test_bad_input_is_a_command_error(args, message):

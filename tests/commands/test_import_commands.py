@@ -81,3 +81,61 @@ def test_a_150_character_team_slug_is_a_clear_error_and_writes_nothing(tmp_path)
     with pytest.raises(CommandError, match="slug: Ensure this value has at most 100 characters"):
         call_command("import_memories", str(source), team="x" * 150, create_team=True)
     assert not Team.objects.exists() and not Memory.objects.exists()
+
+
+def test_lines_the_database_could_not_store_are_reported_by_field_and_the_rest_imported(tmp_path):
+    """NUL, a lone surrogate, an infinite or NaN number, an impossible date: each is one bad line
+    naming its field, never a traceback that stops the import halfway."""
+    lines = [
+        json.dumps({"external_id": "ok-1", "content": "Good first"}),
+        '{"external_id": "nul", "content": "nul\\u0000byte"}',
+        '{"external_id": "sur", "content": "x", "people": ["\\ud800"]}',
+        '{"external_id": "inf", "content": "x", "importance": 1e400}',
+        '{"external_id": "nan", "content": "x", "importance": NaN}',
+        json.dumps({"external_id": "date", "content": "x", "occurred_at": "2024-13-45T00:00:00"}),
+        json.dumps({"external_id": "far", "content": "x", "occurred_at": "9999-12-31T23:00:00-02:00"}),
+        json.dumps({"external_id": "ok-2", "content": "Good last"}),
+    ]
+    source = tmp_path / "memories.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    stderr, stdout = StringIO(), StringIO()
+    with pytest.raises(CommandError, match="6 line"):
+        call_command("import_memories", str(source), team="acme", create_team=True, stdout=stdout, stderr=stderr)
+    reported = stderr.getvalue().splitlines()
+    assert reported == [
+        f"{source}:2: content: text cannot contain NUL characters (code 0)",
+        f"{source}:3: people: not valid Unicode text (a lone surrogate such as \\ud800)",
+        f"{source}:4: importance: expected a finite number, got inf",
+        f"{source}:5: importance: expected a finite number, got nan",
+        f"{source}:6: occurred_at: not a real date-time, '2024-13-45T00:00:00' (month must be in 1..12)",
+        f"{source}:7: occurred_at: Use a moment between years 1 and 9999 in UTC.",
+    ]
+    assert sorted(Memory.objects.values_list("external_id", flat=True)) == ["ok-1", "ok-2"]
+
+
+def test_a_line_that_is_not_utf8_is_one_bad_line_with_its_number(tmp_path):
+    good = [json.dumps({"external_id": f"g{n}", "title": f"Lesson {n}"}).encode() for n in range(300)]
+    bad = '{"external_id": "bad", "title": "caf\u00e9"}'.encode("latin-1")
+    source = tmp_path / "lessons.jsonl"
+    source.write_bytes(b"\xef\xbb\xbf" + b"\n".join([*good, bad, json.dumps({"title": "After"}).encode()]) + b"\n")
+    stderr = StringIO()
+    with pytest.raises(CommandError, match="1 line"):
+        call_command("import_lessons", str(source), team="acme", create_team=True, stdout=StringIO(), stderr=stderr)
+    reason = "not UTF-8 text (invalid continuation byte at byte 37 of the line)"
+    assert stderr.getvalue().strip() == f"{source}:301: {reason}"
+    assert Lesson.objects.count() == 301  # the byte-order mark did not cost line 1
+
+
+def test_a_blank_external_id_matches_on_the_text_again(tmp_path):
+    source = tmp_path / "lessons.jsonl"
+    source.write_text(json.dumps({"external_id": "  ", "title": "Blank id"}) + "\n")
+    out = StringIO()
+    call_command("import_lessons", str(source), team="acme", create_team=True, stdout=out)
+    call_command("import_lessons", str(source), team="acme", stdout=out)
+    assert "1 unchanged" in out.getvalue().splitlines()[-1]
+    assert Lesson.objects.get().external_id is None
+
+
+def test_a_directory_is_not_called_a_missing_file(tmp_path):
+    with pytest.raises(CommandError, match="not a regular file"):
+        call_command("import_lessons", str(tmp_path), team="acme", create_team=True)

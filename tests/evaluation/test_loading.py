@@ -221,3 +221,13 @@ def test_a_load_that_moves_the_average_length_refreshes_the_keyword_impacts():
     assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)
     # a load that finds nothing drifted rewrites nothing
     assert corpus_load(team=team, documents=documents, kind="lessons").impacts_refreshed == 0
+
+
+def test_dataset_names_that_slugify_alike_or_get_cut_keep_teams_of_their_own():
+    from lessons.evaluation.loading import team_base_slug
+
+    assert team_base_slug(dataset_name="lessons-dev") == "eval-lessons-dev"  # unchanged when slugify keeps it
+    assert team_base_slug(dataset_name="probe-\u65e5\u672c") != team_base_slug(dataset_name="probe-\u4e2d\u6587")
+    long_a, long_b = "x" * 90 + "-alpha", "x" * 90 + "-beta"
+    assert team_base_slug(dataset_name=long_a) != team_base_slug(dataset_name=long_b)
+    assert all(len(team_base_slug(dataset_name=name)) <= 80 for name in (long_a, long_b, "probe-\u65e5\u672c"))

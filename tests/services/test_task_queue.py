@@ -68,8 +68,9 @@ def test_nothing_stalled_requeues_nothing(team):
 
 @pytest.mark.django_db
 def test_bad_options_and_other_queues_are_refused():
-    with override_settings(TASKS=DATABASE_QUEUE), pytest.raises(CommandError, match="--older-than"):
-        requeue("--older-than", "-1")
+    for minutes in ("-1", "nan", "inf", "1e12"):  # each once a traceback (date out of range, NaN)
+        with override_settings(TASKS=DATABASE_QUEUE), pytest.raises(CommandError, match="--older-than: minutes"):
+            requeue("--older-than", minutes)
     with override_settings(TASKS={"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}):
         with pytest.raises(CommandError, match="not django_tasks_db"):
             requeue()

@@ -18,13 +18,15 @@ class JsonLinesImportCommand(BaseCommand):
 
     def handle(self, *args, path, team, create_team=False, **options):
         source = Path(path)
-        if not source.is_file():
+        if not source.exists():
             raise CommandError(f"{path}: no such file")
+        if not source.is_file():
+            raise CommandError(f"{path}: not a regular file (a JSON Lines file is expected)")
         try:
-            with source.open(encoding="utf-8") as lines:
+            # Bytes: each line is decoded on its own, so a line that is not UTF-8 is reported with
+            # its number like any bad line, and the good ones are imported.
+            with source.open("rb") as lines:
                 report = self.import_lines(lines=lines, team_slug=team, create_team=create_team)
-        except UnicodeDecodeError as error:
-            raise CommandError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from error
         except ValueError as error:  # an unknown or unusable team (TeamError)
             raise CommandError(str(error)) from error
 

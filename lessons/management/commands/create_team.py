@@ -7,7 +7,10 @@ class Command(BaseCommand):
     help = "Create a team: its slug (used by --team everywhere) and a display name."
 
     def add_arguments(self, parser):
-        parser.add_argument("slug", help="Short identifier: lowercase letters, digits, hyphens (e.g. acme).")
+        parser.add_argument(
+            "slug",
+            help="Short identifier: letters, digits, hyphens, underscores (e.g. acme); case counts: use lowercase.",
+        )
         parser.add_argument("--name", help="Display name (default: the slug).")
 
     def handle(self, *args, slug, name=None, **options):

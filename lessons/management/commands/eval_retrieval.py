@@ -3,11 +3,13 @@ through the same search the API uses. See lessons/evaluation/ for how."""
 
 import json
 import logging
+import math
 import sys
 import time
 from functools import partial
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
@@ -44,6 +46,11 @@ def _weights(value: str | None) -> dict[str, float] | None:
             weights[name] = float(number)
         except ValueError as error:
             raise CommandError(f"--weights: {name}: expected a number, got {number!r}") from error
+        if not math.isfinite(weights[name]) or weights[name] < 0:
+            raise CommandError(f"--weights: {name}: expected a number >= 0, got {number.strip()!r}")
+    # Checked before the corpus loads, as the engine will check them (parts left out keep the defaults).
+    if sum({**settings.SEARCH_WEIGHTS, **weights}.values()) <= 0:
+        raise CommandError("--weights: at least one weight must be above 0")
     return weights
 
 
@@ -84,6 +91,21 @@ class Command(BaseCommand):
         mode_list = _modes(modes)
         weight_map = _weights(weights)
         if is_graded_set(Path(dataset_dir)):
+            # A graded set has its own layout and checks: options of the BEIR layout would be ignored.
+            ignored = [
+                option
+                for option, value, default in (
+                    ("--split", split, "test"), ("--kind", kind, "lessons"), ("--fusion", fusion, "weighted"),
+                    ("--weights", weights, None), ("--scope-key", scope_key, None),
+                    ("--max-queries", max_queries, None),
+                )
+                if value != default
+            ]
+            if ignored:
+                raise CommandError(
+                    f"{', '.join(ignored)}: not used by a graded lesson set (lessons.jsonl + queries.json), "
+                    "which runs every query of queries.json as lessons with the default fusion and weights"
+                )
             return self._graded(Path(dataset_dir), modes=mode_list, json_path=json_path, drop=drop,
                                 exactness=keyword_exactness)
         try:

@@ -7,6 +7,9 @@ from django.core.management.base import BaseCommand, CommandError
 from lessons.services.usage import searches_purge
 
 
+MAX_DAYS = 36_500  # further back than any search could have been recorded
+
+
 class Command(BaseCommand):
     help = "Delete recorded searches (and their feedback) older than SEARCH_RECORD_RETENTION_DAYS or --days."
 
@@ -18,8 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
 
     def handle(self, *args, days, dry_run, **options):
-        if days is not None and days < 0:
-            raise CommandError("--days: must be 0 or more")
+        if days is not None and not 0 <= days <= MAX_DAYS:
+            raise CommandError(f"--days: must be 0 to {MAX_DAYS:,} (a century), not {days}")
         kept = settings.SEARCH_RECORD_RETENTION_DAYS if days is None else days
         count = searches_purge(older_than_days=kept, dry_run=dry_run)
         verb = "would delete" if dry_run else "deleted"

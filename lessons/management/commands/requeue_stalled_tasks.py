@@ -11,6 +11,9 @@ from lessons.services.task_queue import DATABASE_BACKEND, task_queue_is_database
 DEFAULT_MINUTES = 30.0
 
 
+MAX_MINUTES = 525_600  # a task running for a year is stalled by any measure
+
+
 class Command(BaseCommand):
     help = "Put tasks RUNNING for longer than --older-than minutes (a dead worker's) back in the queue."
 
@@ -23,8 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="list them, change nothing")
 
     def handle(self, *args, older_than, dry_run, **options):
-        if older_than < 0:
-            raise CommandError(f"--older-than: minutes must be 0 or more, not {older_than:g}")
+        if not 0 <= older_than <= MAX_MINUTES:  # also refuses nan
+            raise CommandError(f"--older-than: minutes must be 0 to {MAX_MINUTES:,} (a year), not {older_than:g}")
         if not task_queue_is_database():
             raise CommandError(
                 f"tasks do not go through the database queue here (TASKS_BACKEND is not {DATABASE_BACKEND}): "
