@@ -112,6 +112,8 @@ def test_scope_key_searches_each_users_own_memories(tmp_path):
         # A graded set would ignore these: refused by name instead.
         ((FIXTURES / "lessons_dev", "--max-queries", "1", "--kind", "memories"), "--kind, --max-queries: not used"),
         ((FIXTURES / "lessons_dev", "--weights", "semantic=1"), "--weights: not used by a graded lesson set"),
+        ((TINY, "--json", "/nonexistent-folder/r.json"), "--json: cannot write .* does not exist"),
+        ((TINY, "--json", str(FIXTURES)), "--json: cannot write .* is a directory"),
     ],
 )
 def test_bad_input_is_a_command_error(args, message):

@@ -83,6 +83,11 @@ def test_bad_options_are_command_errors(team, lessons, args, field):
         run("anything", "--team", team.slug, *args)
 
 
+def test_a_query_too_long_names_the_argument_not_an_option(team):
+    with pytest.raises(CommandError, match=r"^QUERY: "):
+        run("x" * 2_001, "--team", team.slug, "--mode", "text")
+
+
 def test_unknown_team(db):
     with pytest.raises(CommandError, match="--team"):
         run("anything", "--team", "nobody")

@@ -230,8 +230,9 @@ def test_refresh_command_reports_what_it_did_and_refuses_bad_input(team, capsys)
     assert "refreshed 0 team index(es)" in capsys.readouterr().out  # nothing drifted since
     with pytest.raises(CommandError, match="--team: no team"):
         call_command("refresh_keyword_impacts", "--team", "nobody")
-    with pytest.raises(CommandError, match="--threshold"):
-        call_command("refresh_keyword_impacts", "--threshold", "0.5")
+    for threshold in ("0.5", "nan"):  # nan was accepted, and refreshed nothing
+        with pytest.raises(CommandError, match="--threshold"):
+            call_command("refresh_keyword_impacts", "--threshold", threshold)
 
 
 def _temp_blocks_written(plan: dict) -> int:

@@ -90,6 +90,11 @@ class Command(BaseCommand):
             raise CommandError("--max-queries: expected a positive number")
         mode_list = _modes(modes)
         weight_map = _weights(weights)
+        if json_path:  # found out before the evaluation runs, not after it
+            target = Path(json_path)
+            if target.is_dir() or not target.parent.is_dir():
+                problem = "is a directory" if target.is_dir() else f"its folder {target.parent} does not exist"
+                raise CommandError(f"--json: cannot write {json_path}: {problem}")
         if is_graded_set(Path(dataset_dir)):
             # A graded set has its own layout and checks: options of the BEIR layout would be ignored.
             ignored = [

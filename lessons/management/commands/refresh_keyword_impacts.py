@@ -31,7 +31,7 @@ class Command(BaseCommand):
     def handle(self, *args, team=None, kind=None, threshold=None, force=False, **options):
         if threshold is None:
             threshold = float(getattr(settings, "SEARCH_KEYWORD_IMPACT_DRIFT", DEFAULT_DRIFT))
-        if threshold < 1:
+        if not threshold >= 1:  # also refuses nan, which compares false with everything
             raise CommandError("--threshold: must be 1 or more (1 refreshes any drift)")
         teams = Team.objects.order_by("slug")
         if team is not None:

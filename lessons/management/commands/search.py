@@ -66,7 +66,9 @@ class Command(BaseCommand):
         try:
             response = search(request=request)
         except SearchRequestError as error:
-            raise CommandError(f"--{error.field.replace('_', '-')}: {error.message}") from error
+            # The query is the positional argument; every other field is an option of the same name.
+            where = "QUERY" if error.field == "query" else f"--{error.field.replace('_', '-')}"
+            raise CommandError(f"{where}: {error.message}") from error
 
         if options["json"]:
             answer = search_response_as_dict(response)
