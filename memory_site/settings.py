@@ -50,6 +50,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "lessons.api.middleware.JsonApiErrorsMiddleware",
     # Last, as django-axes asks: it turns a locked-out admin login into its 429 answer.
     "axes.middleware.AxesMiddleware",
 ]

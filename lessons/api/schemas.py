@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
-from pydantic import ConfigDict, StringConstraints, field_validator
+from pydantic import ConfigDict, StringConstraints, ValidationInfo, field_validator
 
 from lessons.models import MAX_FREQUENCY, Lesson, Memory
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
@@ -57,7 +57,10 @@ def _aware(value: datetime | None) -> datetime | None:
 
 
 class TextIn(Schema):
-    """Every input schema: no NUL characters in any text."""
+    """Every input schema: no NUL characters in any text, no NaN or infinity in any number (JSON
+    as Python reads it allows both; "less than or equal to 1" was the answer to a NaN)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     _no_nul = field_validator("*")(_refuse_nul)
 
@@ -305,7 +308,7 @@ class MemoryFilters(FilterSchema):
 class SearchFiltersIn(StrictIn):
     """Hard filters: rows that do not match are never candidates."""
 
-    statuses: list[LessonStatusName] = Field(["confirmed"], description="Lessons only.")
+    statuses: list[LessonStatusName] = Field(["confirmed"], min_length=1, description="Lessons only.")
     categories: Terms = Field([], description="Lessons: category is one of; memories: shares one.")
     phase: str | None = Field(None, max_length=MAX_TERM_CHARS, description="Lessons: a project phase.")
     tech_stacks: Terms = Field([], description="Lessons: shares one.")
@@ -319,6 +322,14 @@ class SearchFiltersIn(StrictIn):
     include_versions: bool = Field(False, description="Memories: also search earlier versions.")
 
     _aware = field_validator("since", "until")(_aware)
+
+    @field_validator("until")
+    @classmethod
+    def _until_after_since(cls, until: datetime | None, info: ValidationInfo) -> datetime | None:
+        since = info.data.get("since")
+        if until is not None and since is not None and since >= until:
+            raise ValueError("must be after since")
+        return until
 
 
 class SearchWeightsIn(StrictIn):

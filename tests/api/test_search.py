@@ -22,6 +22,9 @@ pytestmark = pytest.mark.django_db
         ({"query": "rls", "fusion": "average"}, "fusion", "weighted"),
         ({"query": "rls", "filters": {"min_importance": 0}}, "filters.min_importance", "greater"),
         ({"query": "rls", "filters": {"colour": "red"}}, "filters.colour", "not permitted"),
+        ({"query": "rls", "filters": {"statuses": []}}, "filters.statuses", "at least 1"),
+        ({"query": "rls", "filters": {"since": "2025-01-02T00:00:00Z", "until": "2025-01-01T00:00:00Z"}},
+         "filters.until", "after since"),
         ({"query": "rls", "weights": {"semantic": 2, "keyword": 0.1, "quality": 0.1}}, "weights.semantic", "1"),
     ],
 )

@@ -1,0 +1,31 @@
+"""Every answer under the API's prefix is JSON, also the ones no endpoint writes: Django's 404
+for a path the API does not have (an HTML page) and ninja's 405 for a method an endpoint does not
+take (plain text). An agent parses one error shape, `{"detail", "errors"}`."""
+
+
+from django.http import JsonResponse
+
+from lessons.api.errors import error_body
+
+API_PREFIX = "/api/"
+
+
+class JsonApiErrorsMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if not request.path.startswith(API_PREFIX) or response.status_code not in (404, 405):
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response  # an endpoint's own answer (an id that does not exist)
+        if response.status_code == 404:
+            detail = f"no endpoint at {request.path}; the API's paths are in /api/v1/openapi.json"
+            return JsonResponse(error_body(detail), status=404)
+        allowed = response.get("Allow", "")
+        detail = f"{request.method} is not allowed on {request.path}" + (f"; use {allowed}" if allowed else "")
+        answer = JsonResponse(error_body(detail), status=405)
+        if allowed:
+            answer["Allow"] = allowed
+        return answer

@@ -1,0 +1,35 @@
+"""Every error under /api/ has the one JSON shape, also those no endpoint writes."""
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_path_the_api_does_not_have_is_a_json_404(api):
+    response = api.get("/no-such-thing")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json() == {
+        "detail": "no endpoint at /api/v1/no-such-thing; the API's paths are in /api/v1/openapi.json",
+        "errors": [],
+    }
+
+
+def test_a_method_an_endpoint_does_not_take_is_a_json_405_that_says_which_it_does(api):
+    response = api.client.put("/api/v1/search", data="{}", content_type="application/json")
+    assert response.status_code == 405
+    assert response.json()["detail"] == "PUT is not allowed on /api/v1/search; use POST"
+    assert response["Allow"] == "POST"
+
+
+def test_an_id_that_does_not_exist_keeps_its_own_answer(api):
+    response = api.get("/lessons/999999")
+    assert response.status_code == 404
+    assert response.json()["detail"] != "" and "no endpoint" not in response.json()["detail"]
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
+def test_a_number_that_is_not_finite_is_refused_as_such(api, number):
+    response = api.post("/lessons", '{"title": "x", "confidence": %s}' % number)
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{"field": "confidence", "message": "Input should be a finite number"}]
