@@ -35,6 +35,7 @@ class ImportReport:
     unchanged: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)
     impacts_refreshed: dict[str, int] = field(default_factory=dict)  # kind -> postings rewritten
+    team_removed: bool = False  # the team this import created held nothing at the end
 
     @property
     def ok(self) -> bool:
@@ -279,13 +280,26 @@ def _import_each(*, lines: Iterable[str | bytes], team: Team, import_one: Callab
     return report
 
 
-def import_lessons(*, lines: Iterable[str | bytes], team_slug: str, create_team: bool = False) -> ImportReport:
-    """An unknown team raises TeamError unless `create_team`: a typo must not start a new team."""
+def _import_into_team(*, lines, team_slug: str, create_team: bool, kind: str, import_one) -> ImportReport:
+    """An unknown team raises TeamError unless `create_team`: a typo must not start a new team.
+    A team this import created is not kept when no line made it in (an all-bad file, a file that
+    is not the one meant): a failed import leaves nothing behind."""
+    existed = Team.objects.filter(slug=(team_slug or "").strip()).exists()
     team = team_for_slug(slug=team_slug, create=create_team)
-    return _import_lines(lines=lines, team=team, kind="lessons", import_one=_import_lesson)
+    report = _import_lines(lines=lines, team=team, kind=kind, import_one=import_one)
+    if not existed and not (report.created or report.updated or report.unchanged):
+        team.delete()
+        report.team_removed = True
+    return report
+
+
+def import_lessons(*, lines: Iterable[str | bytes], team_slug: str, create_team: bool = False) -> ImportReport:
+    return _import_into_team(
+        lines=lines, team_slug=team_slug, create_team=create_team, kind="lessons", import_one=_import_lesson
+    )
 
 
 def import_memories(*, lines: Iterable[str | bytes], team_slug: str, create_team: bool = False) -> ImportReport:
-    """An unknown team raises TeamError unless `create_team`: a typo must not start a new team."""
-    team = team_for_slug(slug=team_slug, create=create_team)
-    return _import_lines(lines=lines, team=team, kind="memories", import_one=_import_memory)
+    return _import_into_team(
+        lines=lines, team_slug=team_slug, create_team=create_team, kind="memories", import_one=_import_memory
+    )

@@ -139,3 +139,20 @@ def test_a_blank_external_id_matches_on_the_text_again(tmp_path):
 def test_a_directory_is_not_called_a_missing_file(tmp_path):
     with pytest.raises(CommandError, match="not a regular file"):
         call_command("import_lessons", str(tmp_path), team="acme", create_team=True)
+
+
+def test_a_team_created_for_an_import_that_imported_nothing_is_not_kept(tmp_path):
+    from lessons.models import Team
+
+    source = tmp_path / "lessons.jsonl"
+    source.write_text("{not json\n" + json.dumps({"title": "x", "confidence": 7}) + "\n")
+    out = StringIO()
+    with pytest.raises(CommandError, match="2 line"):
+        call_command("import_lessons", str(source), team="fresh", create_team=True, stdout=out, stderr=StringIO())
+    assert "team 'fresh' not kept" in out.getvalue()
+    assert not Team.objects.filter(slug="fresh").exists()
+    # A team that was there before is kept, whatever the file held.
+    Team.objects.create(slug="kept", name="Kept")
+    with pytest.raises(CommandError):
+        call_command("import_lessons", str(source), team="kept", create_team=True, stdout=StringIO(), stderr=StringIO())
+    assert Team.objects.filter(slug="kept").exists()

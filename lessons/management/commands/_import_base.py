@@ -33,6 +33,8 @@ class JsonLinesImportCommand(BaseCommand):
         for number, reason in report.errors:
             self.stderr.write(f"{path}:{number}: {reason}")
         self.stdout.write(f"{self.kind} into team {team!r}: {report.summary()}")
+        if report.team_removed:
+            self.stdout.write(f"team {team!r} not kept: it was created for this import and nothing was imported")
         for kind, postings in report.impacts_refreshed.items():
             self.stdout.write(f"keyword index: {kind} impacts refreshed ({postings} postings)")
         if not report.ok:
