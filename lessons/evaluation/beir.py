@@ -62,10 +62,16 @@ def read_dataset(directory: str | Path, *, split: str = "test") -> Dataset:
     missing = sorted(set(qrels) - {query.id for query in queries})
     if missing:
         raise DatasetError(f"{qrels_path}: judged queries not in queries.jsonl: {', '.join(missing[:5])}")
+    documents = read_corpus(root / "corpus.jsonl")
+    # A judged document the corpus lacks could never be found: it would score as a silent miss.
+    known_ids = {document.id for document in documents}
+    unknown = sorted({doc_id for judged in qrels.values() for doc_id in judged} - known_ids)
+    if unknown:
+        raise DatasetError(f"{qrels_path}: judged documents not in corpus.jsonl: {', '.join(unknown[:5])}")
     return Dataset(
         name=root.resolve().name,
         split=split,
-        documents=read_corpus(root / "corpus.jsonl"),
+        documents=documents,
         queries=queries,
         qrels=qrels,
     )

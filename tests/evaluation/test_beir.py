@@ -78,3 +78,13 @@ def test_judged_query_missing_from_queries(tmp_path):
         qrels.write("q99\td1\t1\r\n")
     with pytest.raises(DatasetError, match="q99"):
         read_dataset(tmp_path / "ds")
+
+
+def test_judged_document_missing_from_the_corpus(tmp_path):
+    """It could never be found, so it would lower every score silently."""
+    shutil.copytree(TINY, tmp_path / "ds")
+    first_query = read_dataset(tmp_path / "ds").queries[0].id
+    with (tmp_path / "ds" / "qrels" / "test.tsv").open("a", newline="") as qrels:
+        qrels.write(f"{first_query}\td-nowhere\t1\r\n")
+    with pytest.raises(DatasetError, match="judged documents not in corpus.jsonl: d-nowhere"):
+        read_dataset(tmp_path / "ds")
