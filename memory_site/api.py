@@ -57,6 +57,10 @@ def _answer(request, body: dict, status: int):
 
 @api.exception_handler(NinjaValidationError)
 def invalid_input(request, exc: NinjaValidationError):
+    if not request.body.strip() and any(error["loc"][:1] == ("body",) for error in exc.errors):
+        # No body at all is not JSON (400), rather than a JSON object missing its fields (422).
+        message = "the body is empty; send a JSON object"
+        return _answer(request, errors.error_body(f"body: {message}", [{"field": "body", "message": message}]), 400)
     return _answer(request, errors.ninja_validation_errors(exc.errors), 422)
 
 

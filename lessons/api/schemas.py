@@ -172,10 +172,14 @@ class LessonPatch(StrictIn):
 
 
 def _lowercase(values):
-    if isinstance(values, str):
-        return values.strip().lower()
-    if isinstance(values, list):
-        return [str(value).strip().lower() for value in values]
+    """Query-string terms as stored ones are: trimmed, lowercase. A blank one (`?tech_stack=`)
+    would match no row: it is refused, as a blank term is everywhere else."""
+    terms = [values] if isinstance(values, str) else values
+    if isinstance(terms, list):
+        if any(not str(term).strip() for term in terms):
+            raise ValueError("a blank value matches nothing; leave the parameter out instead")
+        cleaned = [str(term).strip().lower() for term in terms]
+        return cleaned[0] if isinstance(values, str) else cleaned
     return values
 
 

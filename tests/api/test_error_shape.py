@@ -33,3 +33,21 @@ def test_a_number_that_is_not_finite_is_refused_as_such(api, number):
     response = api.post("/lessons", '{"title": "x", "confidence": %s}' % number)
     assert response.status_code == 422
     assert response.json()["errors"] == [{"field": "confidence", "message": "Input should be a finite number"}]
+
+
+def test_an_empty_body_is_a_400_not_a_list_of_missing_fields(api):
+    response = api.client.post("/api/v1/lessons", data="", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["errors"] == [{"field": "body", "message": "the body is empty; send a JSON object"}]
+    assert api.post("/lessons", {}).status_code == 422  # an object without its fields stays a 422
+
+
+@pytest.mark.parametrize("path, params, field", [
+    ("/lessons", {"tech_stack": ""}, "tech_stack"),
+    ("/lessons", {"category": " "}, "category"),
+    ("/memories", {"emotion": ""}, "emotion"),
+])
+def test_a_blank_filter_value_is_refused_like_a_blank_term_elsewhere(api, path, params, field):
+    response = api.get(path, params)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == field
