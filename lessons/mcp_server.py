@@ -83,7 +83,7 @@ def build_server(*, team: Team) -> Server:
         except ObjectDoesNotExist as error:  # the API's 404: e.g. another team's search_id
             return _error(errors.error_body(str(error) or "not found"))
         except SearchRequestError as error:
-            return _error(errors.error_body(str(error), [{"field": error.field, "message": error.message}]))
+            return _error(errors.field_error(error.field, error.message))
         except DatabaseError as error:
             logger.error("database unavailable: %s", error)
             return _error(errors.database_unavailable(error))

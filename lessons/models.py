@@ -51,15 +51,30 @@ def validate_storable_moment(value: datetime | None) -> None:
         raise ValidationError("Use a moment between years 1 and 9999 in UTC.", code="out_of_range") from None
 
 
-def refuse_taken_external_id(row: models.Model, *, others: models.QuerySet) -> None:
-    """A clear error naming `external_id` (instead of the constraint's generic one) when another
-    row of the team already carries it; the unique constraint still guards against races."""
-    if row.external_id and others.filter(team_id=row.team_id, external_id=row.external_id).exclude(pk=row.pk).exists():
-        noun = row._meta.verbose_name
-        raise ValidationError(
-            {"external_id": f"another {noun} of this team already has external_id {row.external_id!r}."},
-            code="taken",
-        )
+class UniqueExternalIdMixin:
+    """A taken `external_id` is an error naming the field (the unique constraint's own message
+    named no field, or only the constraint). Checked once, in clean(); validate_constraints skips
+    the constraint, which would run the same query again. The constraint itself still guards the
+    database against two writers racing."""
+
+    def external_id_peers(self) -> models.QuerySet | None:
+        """The rows whose external_id this one must not share (None: no check)."""
+        raise NotImplementedError
+
+    def clean(self):
+        super().clean()
+        peers = self.external_id_peers()
+        if not self.external_id or peers is None:
+            return
+        if peers.filter(team_id=self.team_id, external_id=self.external_id).exclude(pk=self.pk).exists():
+            noun = self._meta.verbose_name
+            raise ValidationError(
+                {"external_id": f"another {noun} of this team already has external_id {self.external_id!r}."},
+                code="taken",
+            )
+
+    def validate_constraints(self, exclude=None):
+        super().validate_constraints(exclude={*(exclude or ()), "external_id"})
 
 
 class ArrayAsText(Func):
@@ -155,7 +170,7 @@ class LessonStatus(models.TextChoices):
     REJECTED = "rejected"
 
 
-class Lesson(UsageMixin, EmbeddedMixin):
+class Lesson(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="lessons")
     external_id = models.CharField(max_length=200, null=True, blank=True)
     title = models.CharField(max_length=300)
@@ -224,14 +239,14 @@ class Lesson(UsageMixin, EmbeddedMixin):
             ),
         ]
 
-    def clean(self):
-        refuse_taken_external_id(self, others=Lesson.objects.all())
+    def external_id_peers(self):
+        return Lesson.objects.all()
 
     def __str__(self):
         return self.title
 
 
-class Memory(UsageMixin, EmbeddedMixin):
+class Memory(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
     """A personal memory. The row with `current_version` NULL is the memory as it stands now; each
     earlier text is kept as a row of its own pointing at it (with its own embedding), so that a
     search can look across versions."""
@@ -304,10 +319,9 @@ class Memory(UsageMixin, EmbeddedMixin):
             ),
         ]
 
-    def clean(self):
+    def external_id_peers(self):
         # Earlier versions keep the external_id they had; only current memories must differ.
-        if self.current_version_id is None:
-            refuse_taken_external_id(self, others=Memory.objects.filter(current_version__isnull=True))
+        return Memory.objects.filter(current_version__isnull=True) if self.current_version_id is None else None
 
     def __str__(self):
         return self.content[:80]

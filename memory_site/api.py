@@ -59,8 +59,7 @@ def _answer(request, body: dict, status: int):
 def invalid_input(request, exc: NinjaValidationError):
     if not request.body.strip() and any(error["loc"][:1] == ("body",) for error in exc.errors):
         # No body at all is not JSON (400), rather than a JSON object missing its fields (422).
-        message = "the body is empty; send a JSON object"
-        return _answer(request, errors.error_body(f"body: {message}", [{"field": "body", "message": message}]), 400)
+        return _answer(request, errors.field_error("body", "the body is empty; send a JSON object"), 400)
     return _answer(request, errors.ninja_validation_errors(exc.errors), 422)
 
 
@@ -76,8 +75,7 @@ def invalid_row(request, exc: DjangoValidationError):
 
 @api.exception_handler(SearchRequestError)
 def invalid_search(request, exc: SearchRequestError):
-    body = errors.error_body(f"{exc.field}: {exc.message}", [{"field": exc.field, "message": exc.message}])
-    return _answer(request, body, 422)
+    return _answer(request, errors.field_error(exc.field, exc.message), 422)
 
 
 @api.exception_handler(ObjectDoesNotExist)
@@ -89,7 +87,7 @@ def not_found(request, exc: ObjectDoesNotExist):
 def body_too_large(request, exc: RequestDataTooBig):
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     message = f"the body is larger than the limit of {limit:,} bytes"
-    return _answer(request, errors.error_body(f"body: {message}", [{"field": "body", "message": message}]), 413)
+    return _answer(request, errors.field_error("body", message), 413)
 
 
 @api.exception_handler(AuthenticationError)

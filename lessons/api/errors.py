@@ -27,6 +27,11 @@ def error_body(detail: str, errors: list[dict] | None = None) -> dict:
     return {"detail": detail, "errors": errors or []}
 
 
+def field_error(field: str, message: str) -> dict:
+    """One field at fault: `{"detail": "field: message", "errors": [{"field", "message"}]}`."""
+    return error_body(f"{field}: {message}", [{"field": field, "message": message}])
+
+
 def _field_name(location, *, drop_parameter: bool = False) -> str:
     parts = [str(part) for part in location]
     if drop_parameter and parts and parts[0] in _PARAMETER_NAMES:
@@ -70,7 +75,7 @@ def malformed_json(error: Exception) -> dict:
         message = f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
     else:
         message = f"the body could not be read as JSON: {error}"
-    return error_body(f"body: {message}", [{"field": "body", "message": message}])
+    return field_error("body", message)
 
 
 def database_unavailable(error: Exception) -> dict:

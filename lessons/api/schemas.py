@@ -17,6 +17,7 @@ from pydantic import ConfigDict, StringConstraints, ValidationInfo, field_valida
 
 from lessons.models import MAX_FREQUENCY, Lesson, Memory
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
+from lessons.services.common import normalise_names, normalise_terms
 
 # Bounds on free text, so a runaway agent cannot store a megabyte in one field.
 MAX_TEXT_CHARS = 20_000
@@ -178,7 +179,7 @@ def _lowercase(values):
     if isinstance(terms, list):
         if any(not str(term).strip() for term in terms):
             raise ValueError("a blank value matches nothing; leave the parameter out instead")
-        cleaned = [str(term).strip().lower() for term in terms]
+        cleaned = normalise_terms(terms)
         return cleaned[0] if isinstance(values, str) else cleaned
     return values
 
@@ -299,7 +300,7 @@ class MemoryFilters(FilterSchema):
     def filter_person(self, value: list[str] | None) -> Q:
         # Names keep their case when stored; a filter compares them case-insensitively, as the
         # friends listing and a search's `people` filter do.
-        names = [" ".join(name.split()).lower() for name in value or [] if name.strip()]
+        names = [name.lower() for name in normalise_names(value)]
         if not names:
             return Q()
         table = Memory._meta.db_table

@@ -121,13 +121,12 @@ def memory_update(*, memory: Memory, **changes) -> Memory:
 
 
 def _snapshot(memory: Memory) -> dict:
-    return {name: getattr(memory, name) for name in (*SNAPSHOT_FIELDS, "updated_at")}
+    return {name: getattr(memory, name) for name in SNAPSHOT_FIELDS}
 
 
 def _archive_version(*, memory: Memory, previous_state: dict) -> Memory:
     """Store the memory's previous state as a version row of its own: `created_at` when its text
     was written, `updated_at` when it was replaced (now)."""
-    previous_state.pop("updated_at")
     # Its text became current when the version before it was replaced, else when the memory was
     # created; the memory's own updated_at may be a later edit of its people or importance.
     replaced_before = memory.previous_versions.order_by("-version").values_list("updated_at", flat=True).first()
