@@ -19,7 +19,7 @@ from lessons.api.curation_schemas import (
     MemoryMergeIn,
     MemoryMergeOut,
 )
-from lessons.api.schemas import AUTHENTICATED, INVALID, MAX_ID, NOT_FOUND, WITH_BODY, MemoryOut
+from lessons.api.schemas import AUTHENTICATED, INVALID, MAX_ID, NOT_FOUND, WITH_BODY, MemoryOut, PathId
 from lessons.models import DuplicateKind, Lesson, Memory
 from lessons.selectors.curation import lesson_duplicate_pairs, memory_duplicate_pairs
 from lessons.selectors.listing import lesson_get, lesson_list, memory_get
@@ -74,7 +74,7 @@ def dismiss_lesson_pair(request, payload: DismissIn):
     response={200: LessonMergeOut, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Merge lessons into this one",
 )
-def merge_lessons(request, payload: LessonMergeIn, lesson_id: int = LessonId):
+def merge_lessons(request, payload: LessonMergeIn, lesson_id: PathId = LessonId):
     """Keeps this lesson and deletes `merge_ids`, in one transaction: frequency summed, the
     highest confidence, tags / tech stacks / project types united, the text of `text_from`;
     each merged lesson is recorded on the kept one. Ids of another team do not exist here (422)."""
@@ -125,7 +125,7 @@ def dismiss_memory_pair(request, payload: DismissIn):
     response={200: MemoryMergeOut, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Merge a memory into this one",
 )
-def merge_memories(request, payload: MemoryMergeIn, memory_id: int = MemoryId):
+def merge_memories(request, payload: MemoryMergeIn, memory_id: PathId = MemoryId):
     """Keeps this memory's text and versions; adds the other's categories, people and emotions,
     the higher importance, its date if this one has none; deletes the other with its versions."""
     team = request.auth.team
@@ -146,7 +146,7 @@ def merge_memories(request, payload: MemoryMergeIn, memory_id: int = MemoryId):
     response={200: MemoryOut, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Make an earlier version's text current again",
 )
-def restore_memory_version(request, memory_id: int = MemoryId, version_id: int = VersionId):
+def restore_memory_version(request, memory_id: PathId = MemoryId, version_id: PathId = VersionId):
     """The version's content and details become the memory's; the text they replace is kept as a
     version, so a restore is undone the same way."""
     memory = memory_get(team=request.auth.team, memory_id=memory_id)

@@ -16,6 +16,7 @@ from lessons.api.schemas import (
     LessonPatch,
     LessonProposeIn,
     MAX_ID,
+    PathId,
     PatternsQuery,
     RelevantLessonsQuery,
     SearchOut,
@@ -61,27 +62,27 @@ def session_lessons(request, payload: SessionIn):
 
 
 @router.get("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
-def get_lesson(request, lesson_id: int = LessonId):
+def get_lesson(request, lesson_id: PathId = LessonId):
     return lesson_get(team=request.auth.team, lesson_id=lesson_id)
 
 
 @router.patch("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **WITH_BODY, **INVALID, **AUTHENTICATED})
-def update_lesson(request, payload: LessonPatch, lesson_id: int = LessonId):
+def update_lesson(request, payload: LessonPatch, lesson_id: PathId = LessonId):
     lesson = lesson_get(team=request.auth.team, lesson_id=lesson_id)
     return lesson_services.lesson_update(lesson=lesson, **payload.model_dump(exclude_unset=True))
 
 
 @router.delete("/lessons/{lesson_id}", response={204: None, **NOT_FOUND, **INVALID, **AUTHENTICATED})
-def delete_lesson(request, lesson_id: int = LessonId):
+def delete_lesson(request, lesson_id: PathId = LessonId):
     lesson_services.lesson_delete(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))
     return 204, None
 
 
 @router.post("/lessons/{lesson_id}/accept", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
-def accept_lesson(request, lesson_id: int = LessonId):
+def accept_lesson(request, lesson_id: PathId = LessonId):
     return lesson_services.lesson_accept(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))
 
 
 @router.post("/lessons/{lesson_id}/reject", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
-def reject_lesson(request, lesson_id: int = LessonId):
+def reject_lesson(request, lesson_id: PathId = LessonId):
     return lesson_services.lesson_reject(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))

@@ -24,6 +24,7 @@ from lessons.api.schemas import (
     MemoryPatch,
     MemoryVersionOut,
     PanicAttacksQuery,
+    PathId,
     PeopleOut,
     SearchOut,
     SearchVersionsIn,
@@ -85,22 +86,22 @@ def search_versions(request, payload: SearchVersionsIn):
 
 
 @router.get("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
-def get_memory(request, memory_id: int = MemoryId):
+def get_memory(request, memory_id: PathId = MemoryId):
     return memory_get(team=request.auth.team, memory_id=memory_id)
 
 
 @router.patch("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **WITH_BODY, **INVALID, **AUTHENTICATED})
-def update_memory(request, payload: MemoryPatch, memory_id: int = MemoryId):
+def update_memory(request, payload: MemoryPatch, memory_id: PathId = MemoryId):
     memory = memory_get(team=request.auth.team, memory_id=memory_id)
     return memory_services.memory_update(memory=memory, **payload.model_dump(exclude_unset=True))
 
 
 @router.delete("/memories/{memory_id}", response={204: None, **NOT_FOUND, **INVALID, **AUTHENTICATED})
-def delete_memory(request, memory_id: int = MemoryId):
+def delete_memory(request, memory_id: PathId = MemoryId):
     memory_services.memory_delete(memory=memory_get(team=request.auth.team, memory_id=memory_id))
     return 204, None
 
 
 @router.get("/memories/{memory_id}/versions", response={200: list[MemoryVersionOut], **NOT_FOUND, **INVALID, **AUTHENTICATED})
-def versions(request, memory_id: int = MemoryId):
+def versions(request, memory_id: PathId = MemoryId):
     return memory_versions(memory=memory_get(team=request.auth.team, memory_id=memory_id))

@@ -13,7 +13,8 @@ from django.conf import settings
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
-from pydantic import ConfigDict, StringConstraints, ValidationInfo, field_validator
+from pydantic import BeforeValidator, ConfigDict, StringConstraints, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from lessons.models import MAX_FREQUENCY, Lesson, Memory
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
@@ -24,6 +25,16 @@ MAX_TEXT_CHARS = 20_000
 MAX_TERM_CHARS = 64
 MAX_TERMS = 50
 MAX_ID = 2**63 - 1  # PostgreSQL bigint: a larger id is refused as input, never a database error
+
+
+def _id_in_digits(value: Any) -> Any:
+    # Pydantic reads "1.0", "+1", " 1" and "1_000" as whole numbers; in a URL they are typos, not ids.
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise PydanticCustomError("id_digits", "Input should be an id written in digits")
+    return value
+
+
+PathId = Annotated[int, BeforeValidator(_id_in_digits)]
 
 LessonStatusName = Literal["proposed", "confirmed", "rejected"]
 # Surrounding blanks go before the length is checked: " secret " is the tag `secret`, and "  "

@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests.factories import LessonFactory, MemoryFactory
+
 pytestmark = pytest.mark.django_db
 
 
@@ -51,3 +53,18 @@ def test_a_blank_filter_value_is_refused_like_a_blank_term_elsewhere(api, path, 
     response = api.get(path, params)
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == field
+
+
+
+@pytest.mark.parametrize("path", [
+    "/lessons/{lesson}.0", "/lessons/+{lesson}", "/lessons/%20{lesson}", "/lessons/{lesson}_0",
+    "/memories/{memory}.0", "/memories/{memory}.0/versions", "/lessons/{lesson}.0/merge",
+])
+def test_an_id_in_a_path_is_digits_only_not_anything_pydantic_reads_as_a_number(api, team, path):
+    lesson, memory = LessonFactory(team=team), MemoryFactory(team=team)
+    url = path.format(lesson=lesson.pk, memory=memory.pk)
+    response = api.post(url, {"merge_ids": [lesson.pk + 1]}) if url.endswith("merge") else api.get(url)
+    assert response.status_code == 422
+    field = "lesson_id" if url.startswith("/lessons") else "memory_id"
+    assert response.json()["errors"] == [{"field": field, "message": "Input should be an id written in digits"}]
+    assert api.get(f"/lessons/{lesson.pk}").status_code == 200  # the digits alone still name it
