@@ -2,12 +2,18 @@
 
 from datetime import date, datetime
 
+from django.core.serializers.json import DjangoJSONEncoder
+
 from lessons.search.types import SearchHit, SearchResponse
+
+# The API's renderer writes every other timestamp (`LessonOut`, `MemoryOut`) with this encoder:
+# milliseconds and `Z`. A search hit's fields use it too, so one client parser reads both.
+_TIMESTAMPS = DjangoJSONEncoder()
 
 
 def _plain(value):
     if isinstance(value, (datetime, date)):
-        return value.isoformat()
+        return _TIMESTAMPS.default(value)
     if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
     if isinstance(value, dict):

@@ -143,3 +143,16 @@ def test_filter_terms_are_trimmed_as_stored_ones_are(api, team):
         assert body["fallback"] is None
     blank = api.post("/search", {"query": "service key", "filters": {"tags": ["  "]}})
     assert blank.status_code == 422 and blank.json()["errors"][0]["field"] == "filters.tags.0"
+
+
+def test_a_hits_timestamps_are_written_as_the_lesson_and_memory_endpoints_write_them(api, team):
+    lesson = lesson_create(team=team, title="Retry idempotent requests with backoff")
+    memory = memory_create(team=team, content="Went hiking with Ana", occurred_at="2024-05-01T09:30:15.123456+02:00")
+    hit = api.post("/search", {"query": "retry backoff", "mode": "text"}).json()["results"][0]
+    stored = api.get(f"/lessons/{lesson.pk}").json()
+    assert hit["id"] == lesson.pk
+    assert (hit["fields"]["created_at"], hit["fields"]["updated_at"]) == (stored["created_at"], stored["updated_at"])
+    assert stored["created_at"].endswith("Z")
+    memory_hit = api.post("/search", {"query": "hiking", "kind": "memories", "mode": "text"}).json()["results"][0]
+    assert memory_hit["fields"]["occurred_at"] == api.get(f"/memories/{memory.pk}").json()["occurred_at"]
+    assert memory_hit["fields"]["occurred_at"] == "2024-05-01T07:30:15.123Z"
