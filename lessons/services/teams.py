@@ -6,6 +6,7 @@ from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from lessons.models import Team
+from lessons.selectors.teams import TeamContents, team_contents
 
 
 class TeamError(ValueError):
@@ -63,3 +64,15 @@ def team_get_or_create(*, slug: str, name: str | None = None) -> Team:
         if existing is None:
             raise
         return existing
+
+
+def team_delete(*, team: Team) -> TeamContents:
+    """Deletes the team with everything in it (lessons, memories and their versions, API keys,
+    recorded searches and feedback, merges, dismissals; the keyword index's rows go by trigger),
+    in one transaction, and returns what it held. The team row is locked first, so nothing can be
+    added to it between the count and the delete."""
+    with transaction.atomic():
+        Team.objects.select_for_update().filter(pk=team.pk).first()
+        contents = team_contents(team=team)
+        team.delete()
+    return contents

@@ -1,0 +1,32 @@
+"""What a team holds: what `delete_team` shows before it deletes anything."""
+
+from dataclasses import asdict, dataclass
+
+from lessons.models import ApiKey, Lesson, Memory, SearchRecord, Team
+
+
+@dataclass(frozen=True)
+class TeamContents:
+    lessons: int
+    memories: int  # current memories
+    memory_versions: int  # their earlier versions
+    api_keys: int
+    searches: int  # recorded searches (their feedback goes with them)
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    def summary(self) -> str:
+        return ", ".join(f"{count:,} {name.replace('_', ' ')}" for name, count in self.as_dict().items())
+
+
+def team_contents(*, team: Team) -> TeamContents:
+    # A count per table: joined in one query, the tables' rows would multiply each other.
+    memories = Memory.objects.filter(team=team)
+    return TeamContents(
+        lessons=Lesson.objects.filter(team=team).count(),
+        memories=memories.filter(current_version__isnull=True).count(),
+        memory_versions=memories.filter(current_version__isnull=False).count(),
+        api_keys=ApiKey.objects.filter(team=team).count(),
+        searches=SearchRecord.objects.filter(team=team).count(),
+    )

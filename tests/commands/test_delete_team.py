@@ -1,0 +1,107 @@
+"""`manage.py delete_team`: shows what a team holds, deletes it only when confirmed, and leaves
+every other team (and the keyword index's bookkeeping of other teams) as it was."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from lessons.models import ApiKey, Lesson, Memory, SearchFeedback, SearchRecord, Team
+from lessons.services.api_keys import api_key_create
+from lessons.services.lessons import lesson_create
+from lessons.services.memories import memory_create, memory_update
+from lessons.services.usage import feedback_record, search_record
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def full_team(team):
+    lesson = lesson_create(team=team, title="Pin the base image digest", tags=["docker"])
+    memory = memory_create(team=team, content="Met Ana at the climbing gym", people=["Ana"])
+    memory_update(memory=memory, content="Met Ana and Bo at the climbing gym")
+    api_key_create(team=team, name="agent")
+    search_id = search_record(team=team, kind="lessons", operation="search", query="docker", mode="text",
+                              result_ids=[lesson.pk], source="cli")
+    feedback_record(team=team, search_id=search_id, used=[lesson.pk], not_helpful=[])
+    return team
+
+
+def _keyword_rows(team_id: int) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT count(*) FROM lessons_keyword_posting WHERE team_id = %(t)s)"
+            " + (SELECT count(*) FROM lessons_keyword_df WHERE team_id = %(t)s)"
+            " + (SELECT count(*) FROM lessons_keyword_stats WHERE team_id = %(t)s)",
+            {"t": team_id},
+        )
+        return cursor.fetchone()[0]
+
+
+def _run(*arguments) -> str:
+    out = StringIO()
+    call_command("delete_team", *arguments, stdout=out)
+    return out.getvalue()
+
+
+def test_dry_run_shows_what_the_team_holds_and_deletes_nothing(full_team):
+    output = _run("acme", "--dry-run")
+    assert "1 lessons, 1 memories, 1 memory versions, 1 api keys, 1 searches" in output
+    assert "nothing deleted" in output
+    assert Team.objects.filter(slug="acme").exists() and Lesson.objects.count() == 1
+
+
+def test_yes_deletes_the_team_with_everything_in_it_and_nothing_of_another_team(full_team, other_team):
+    kept_lesson = lesson_create(team=other_team, title="Pin the base image digest", tags=["docker"])
+    kept_memory = memory_create(team=other_team, content="Met Ana at the climbing gym")
+    team_id, kept_keyword_rows = full_team.pk, _keyword_rows(other_team.pk)
+    assert _keyword_rows(team_id) > 0
+
+    output = _run("acme", "--yes")
+
+    assert "Deleted team 'acme' and 1 lessons, 1 memories, 1 memory versions, 1 api keys, 1 searches." in output
+    assert not Team.objects.filter(pk=team_id).exists()
+    for model in (Lesson, Memory, ApiKey, SearchRecord):
+        assert not model.objects.filter(team_id=team_id).exists()
+    assert not SearchFeedback.objects.exists()
+    assert _keyword_rows(team_id) == 0
+    assert list(Lesson.objects.all()) == [kept_lesson] and list(Memory.objects.all()) == [kept_memory]
+    assert _keyword_rows(other_team.pk) == kept_keyword_rows
+
+
+def test_it_asks_for_the_slug_on_a_terminal_and_deletes_only_when_it_is_typed(full_team, monkeypatch):
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: "acm")
+    with pytest.raises(CommandError, match="you typed 'acm', not 'acme': nothing was deleted"):
+        _run("acme")
+    assert Team.objects.filter(slug="acme").exists()
+
+    def end_of_input(prompt):
+        raise EOFError
+
+    monkeypatch.setattr("builtins.input", end_of_input)
+    with pytest.raises(CommandError, match="no answer: nothing was deleted"):
+        _run("acme")
+
+    monkeypatch.setattr("builtins.input", lambda prompt: " acme\n")
+    assert "Deleted team 'acme'" in _run("acme")
+    assert not Team.objects.filter(slug="acme").exists()
+
+
+def test_without_a_terminal_it_needs_yes(full_team, monkeypatch):
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    with pytest.raises(CommandError, match="--yes: not asked on a terminal"):
+        _run("acme")
+    assert Lesson.objects.filter(team=full_team).count() == 1
+
+
+def test_an_unknown_slug_is_named(db):
+    with pytest.raises(CommandError, match="SLUG: no team with slug 'nope'"):
+        _run("nope", "--yes")
+
+
+def test_a_slug_that_starts_with_a_hyphen_is_reached_after_the_double_dash(db):
+    Team.objects.create(slug="-old", name="old")
+    assert "Deleted team '-old'" in _run("--yes", "--", "-old")
+    assert not Team.objects.exists()
