@@ -97,8 +97,13 @@ def short_terms_field(**kwargs):
     )
 
 
+# `--team Acme` and `--team acme` would otherwise name two teams; slugify() (evaluation teams,
+# the admin's suggestion from the name) only ever makes lowercase ones.
+lowercase_slug = RegexValidator(r"^[^A-Z]*\Z", "Use lowercase letters (acme, not Acme): a team is named in lowercase.")
+
+
 class Team(models.Model):
-    slug = models.SlugField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True, validators=[lowercase_slug])
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
 

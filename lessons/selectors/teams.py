@@ -30,3 +30,8 @@ def team_contents(*, team: Team) -> TeamContents:
         api_keys=ApiKey.objects.filter(team=team).count(),
         searches=SearchRecord.objects.filter(team=team).count(),
     )
+
+
+def team_slug_in_other_case(*, slug: str) -> str | None:
+    """The slug of a team whose slug differs from this one only in case (for "did you mean")."""
+    return Team.objects.filter(slug__iexact=slug.strip()).values_list("slug", flat=True).first()

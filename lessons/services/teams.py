@@ -6,7 +6,7 @@ from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from lessons.models import Team
-from lessons.selectors.teams import TeamContents, team_contents
+from lessons.selectors.teams import TeamContents, team_contents, team_slug_in_other_case
 
 
 class TeamError(ValueError):
@@ -19,7 +19,7 @@ def _validation_message(error: ValidationError) -> str:
 
 def team_create(*, slug: str, name: str | None = None) -> Team:
     """A new team. The slug is used as given (lowercase letters, digits, hyphens, underscores, at
-    most 100 characters); a bad or taken slug raises TeamError before any write."""
+    most 100 characters); a bad, capitalised or taken slug raises TeamError before any write."""
     slug = (slug or "").strip()
     team = Team(slug=slug, name=(name or "").strip() or slug)
     try:
@@ -41,6 +41,9 @@ def team_for_slug(*, slug: str, create: bool = False, name: str | None = None) -
     if team is not None:
         return team
     if not create:
+        other_case = team_slug_in_other_case(slug=slug or "")
+        if other_case is not None:
+            raise TeamError(f"--team: no team with slug {slug!r}; did you mean {other_case!r}?")
         raise TeamError(
             f"--team: no team with slug {slug!r}; create it with --create-team "
             f"or `python manage.py create_team {slug}`"

@@ -96,9 +96,12 @@ def test_without_a_terminal_it_needs_yes(full_team, monkeypatch):
     assert Lesson.objects.filter(team=full_team).count() == 1
 
 
-def test_an_unknown_slug_is_named(db):
-    with pytest.raises(CommandError, match="SLUG: no team with slug 'nope'"):
+def test_an_unknown_slug_is_named_and_one_in_another_case_is_not_taken_for_it(team):
+    with pytest.raises(CommandError, match=r"SLUG: no team with slug 'nope'\Z"):
         _run("nope", "--yes")
+    with pytest.raises(CommandError, match=r"SLUG: no team with slug 'Acme'; did you mean 'acme'\?"):
+        _run("Acme", "--yes")
+    assert Team.objects.filter(slug="acme").exists()
 
 
 def test_a_slug_that_starts_with_a_hyphen_is_reached_after_the_double_dash(db):

@@ -17,6 +17,7 @@ def test_create_names_the_team_after_its_slug_unless_named():
     ("bad slug!", "slug: Enter a valid"),
     ("", "slug: This field cannot be blank"),
     ("x" * 101, "slug: Ensure this value has at most 100"),
+    ("Acme", r"slug: Use lowercase letters \(acme, not Acme\)"),
 ])
 def test_create_refuses_a_bad_slug_before_writing(slug, message):
     with pytest.raises(TeamError, match=message):
@@ -30,6 +31,16 @@ def test_create_refuses_a_taken_slug():
     with pytest.raises(TeamError, match="slug: Team with this Slug already exists"):
         team_create(slug="acme", name="Another")
     assert Team.objects.get().name == "acme"
+
+
+@pytest.mark.django_db
+def test_a_slug_in_another_case_is_not_the_team_but_is_suggested():
+    Team.objects.create(slug="acme", name="Acme")
+    with pytest.raises(TeamError, match=r"--team: no team with slug 'ACME'; did you mean 'acme'\?"):
+        team_for_slug(slug="ACME")
+    with pytest.raises(TeamError, match="Use lowercase letters"):
+        team_for_slug(slug="ACME", create=True)
+    assert list(Team.objects.values_list("slug", flat=True)) == ["acme"]
 
 
 @pytest.mark.django_db

@@ -9,7 +9,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "slug",
-            help="Short identifier: letters, digits, hyphens, underscores (e.g. acme); case counts: use lowercase.",
+            help="Short identifier: lowercase letters, digits, hyphens, underscores (e.g. acme).",
         )
         parser.add_argument("--name", help="Display name (default: the slug).")
 

@@ -5,7 +5,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from lessons.selectors.teams import team_contents
+from lessons.selectors.teams import team_contents, team_slug_in_other_case
 from lessons.services.teams import TeamError, team_delete, team_for_slug
 
 
@@ -25,7 +25,9 @@ class Command(BaseCommand):
         try:
             team = team_for_slug(slug=slug)
         except TeamError as error:
-            raise CommandError(f"SLUG: no team with slug {slug!r}") from error
+            other_case = team_slug_in_other_case(slug=slug)
+            hint = f"; did you mean {other_case!r}?" if other_case else ""
+            raise CommandError(f"SLUG: no team with slug {slug!r}{hint}") from error
         self.stdout.write(f"Team {team.slug!r} ({team.name}) holds {team_contents(team=team).summary()}.")
         if dry_run:
             self.stdout.write("Dry run: nothing deleted.")
