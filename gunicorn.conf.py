@@ -8,11 +8,13 @@ each process holds one copy of the model (~90 MB ONNX graph, no torch).
 
 import os
 
-bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+from memory_site.env_values import whole_number
+
+bind = f"{os.environ.get('HOST', '127.0.0.1')}:{whole_number('PORT', default=8000, low=1, high=65535)}"
+workers = whole_number("WEB_CONCURRENCY", default=2, low=1, high=256)
 worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS", "4"))
-timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
+threads = whole_number("GUNICORN_THREADS", default=4, low=1, high=1024)
+timeout = whole_number("GUNICORN_TIMEOUT", default=60, low=0)
 graceful_timeout = 30
 keepalive = 5
 # A worker restarts after this many requests (with jitter): bounds slow memory growth.

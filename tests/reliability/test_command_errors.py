@@ -81,3 +81,17 @@ def test_after_migrate_the_same_command_works(pg):
     manage("migrate", "--no-input", env=env)
     result = manage("create_team", "platform", env=env, check=False, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("setting, value, words", [
+    ("SEARCH_BM25_K1", "1x2", "SEARCH_BM25_K1: '1x2' is not a finite number"),
+    ("SEARCH_HNSW_EF_SEARCH", "-5", "SEARCH_HNSW_EF_SEARCH: -5 is out of range; use 1 to 1000"),
+    ("EMBEDDINGS_ENABLED", "flase", "EMBEDDINGS_ENABLED: 'flase' is not a switch"),
+])
+def test_a_setting_the_environment_got_wrong_is_one_line_naming_it(setting, value, words):
+    url = f"postgres://nobody:secret@127.0.0.1:{free_port()}/memory_store"
+    result = manage("search", "--team", "demo", "retries", env=project_env(url, **{setting: value}), check=False,
+                    timeout=120)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert f"search: a setting is wrong: {words}" in result.stderr

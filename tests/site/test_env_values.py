@@ -1,0 +1,73 @@
+"""Settings read from the environment are checked: a bad value names its variable, never a silent
+misreading (django-environ reads `1x2` as 12.0 and `flase` as off)."""
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from memory_site.env_values import flag, number, whole_number
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (None, 0.3), ("", 0.3), ("  ", 0.3), ("0.75", 0.75), (" 1 ", 1.0), ("2e-1", 0.2), ("-0.5", -0.5),
+])
+def test_a_number_is_read_as_written_and_unset_or_blank_is_the_default(monkeypatch, raw, expected):
+    if raw is None:
+        monkeypatch.delenv("X_NUMBER", raising=False)
+    else:
+        monkeypatch.setenv("X_NUMBER", raw)
+    assert number("X_NUMBER", default=0.3) == expected
+
+
+@pytest.mark.parametrize("raw", ["abc", "1x2", "1,5", "nan", "inf", "-Infinity", "1_0"])
+def test_a_number_that_is_not_one_is_refused_by_name(monkeypatch, raw):
+    monkeypatch.setenv("X_NUMBER", raw)
+    with pytest.raises(ImproperlyConfigured, match=rf"^X_NUMBER: '{raw}' is not a finite number$"):
+        number("X_NUMBER", default=0.3)
+
+
+@pytest.mark.parametrize("raw, expected", [("12", 12), ("+3", 3), ("-2", -2), ("", 7)])
+def test_a_whole_number_is_digits_with_an_optional_sign(monkeypatch, raw, expected):
+    monkeypatch.setenv("X_WHOLE", raw)
+    assert whole_number("X_WHOLE", default=7) == expected
+
+
+@pytest.mark.parametrize("raw", ["1.0", "1e3", "x", "1_000", "١٢"])
+def test_a_whole_number_written_otherwise_is_refused(monkeypatch, raw):
+    monkeypatch.setenv("X_WHOLE", raw)
+    with pytest.raises(ImproperlyConfigured, match=r"^X_WHOLE: .* is not a whole number$"):
+        whole_number("X_WHOLE", default=7)
+
+
+@pytest.mark.parametrize("reader, raw, bounds, message", [
+    (whole_number, "0", {"low": 1, "high": 1000}, "X: 0 is out of range; use 1 to 1000"),
+    (whole_number, "1001", {"low": 1, "high": 1000}, "X: 1001 is out of range; use 1 to 1000"),
+    (whole_number, "-1", {"low": 0}, "X: -1 is out of range; use at least 0"),
+    (number, "1.5", {"low": 0, "high": 1}, "X: 1.5 is out of range; use 0 to 1"),
+    (number, "0", {"above": 0}, "X: 0 is out of range; use more than 0"),
+])
+def test_a_value_out_of_its_range_says_the_range(monkeypatch, reader, raw, bounds, message):
+    monkeypatch.setenv("X", raw)
+    with pytest.raises(ImproperlyConfigured, match=f"^{message}$"):
+        reader("X", default=1, **bounds)
+
+
+def test_the_bounds_themselves_are_allowed(monkeypatch):
+    monkeypatch.setenv("X", "1")
+    assert number("X", default=0.5, low=0, high=1) == 1.0
+    assert whole_number("X", default=5, low=1, high=1) == 1
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("1", True), ("true", True), ("Yes", True), ("ON", True), ("0", False), ("false", False), ("off", False),
+    ("no", False), ("", True),
+])
+def test_a_switch_takes_the_usual_words_in_any_case(monkeypatch, raw, expected):
+    monkeypatch.setenv("X_FLAG", raw)
+    assert flag("X_FLAG", default=True) is expected
+
+
+@pytest.mark.parametrize("raw", ["flase", "ture", "2", "enabled"])
+def test_a_switch_misspelt_is_refused_not_read_as_off(monkeypatch, raw):
+    monkeypatch.setenv("X_FLAG", raw)
+    with pytest.raises(ImproperlyConfigured, match=rf"^X_FLAG: '{raw}' is not a switch"):
+        flag("X_FLAG", default=True)
