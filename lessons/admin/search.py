@@ -12,7 +12,7 @@ Evaluation teams (`eval-*`) are left out of the lists unless the team filter ask
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.contrib.admin.views.main import ORDER_VAR, ChangeList
+from django.contrib.admin.views.main import ORDER_VAR, SEARCH_VAR, ChangeList
 from django.db.models import FloatField, IntegerField, TextField
 from django.db.models.expressions import RawSQL
 from django.urls import reverse
@@ -62,8 +62,47 @@ def teams_to_search(request):
     return []
 
 
+RANK = "search_rank"
+
+
+def _is_rank(part) -> bool:
+    return isinstance(part, str) and part.lstrip("-") == RANK
+
+
 class EngineSearchChangeList(ChangeList):
-    """Carries the engine's search (if any) to the search form's template."""
+    """Carries the engine's search (if any) to the search form's template, and orders its hits.
+
+    Django orders the rows before it calls `get_search_results`, but the rank is a column that
+    only the search adds: the ordering is worked out here and applied there (rank order unless
+    the curator clicked a column, the relevance column included)."""
+
+    def __init__(self, request, *args, **kwargs):
+        self.searching = bool(request.GET.get(SEARCH_VAR, "").strip())
+        super().__init__(request, *args, **kwargs)
+        if self.searching:
+            # A count beside a filter would count the best page of hits, not what the filter
+            # holds ("Proposed (0)" that then lists 9): no counts while searching.
+            self.add_facets = self.is_facets_optional = False
+
+    def _sorted_by_curator(self) -> bool:
+        """Whether `o` names a sortable column (Django skips the others, e.g. `o=abc` or `o=99`)."""
+        if ORDER_VAR not in self.params:
+            return False
+        columns = super().get_ordering_field_columns()
+        return any(index < len(self.list_display) and self.get_ordering_field(self.list_display[index])
+                   for index in columns)
+
+    def get_ordering(self, request, queryset):
+        ordering = super().get_ordering(request, queryset)
+        if not self.searching:
+            return ordering
+        request._search_ordering = ordering if self._sorted_by_curator() else [RANK, "pk"]
+        return [part for part in ordering if not _is_rank(part)]
+
+    def get_ordering_field_columns(self):
+        if self.searching and not self._sorted_by_curator() and "search_relevance" in self.list_display:
+            return {self.list_display.index("search_relevance"): "asc"}  # the arrow where the order is
+        return super().get_ordering_field_columns()
 
     def get_queryset(self, request, exclude_parameters=None):
         queryset = super().get_queryset(request, exclude_parameters)
@@ -119,11 +158,10 @@ class EngineSearchMixin:
         if not found.rows:
             return queryset.none(), False
         queryset = queryset.filter(pk__in=found.ids).annotate(**_ranking_columns(queryset.model, found.rows))
-        if ORDER_VAR not in request.GET:  # a column the curator clicked wins over the ranking
-            queryset = queryset.order_by("search_rank", "pk")
-        return queryset, False
+        # the changelist's ordering (EngineSearchChangeList.get_ordering), now that the rank exists
+        return queryset.order_by(*getattr(request, "_search_ordering", [RANK, "pk"])), False
 
-    @admin.display(description="relevance", ordering="search_rank")
+    @admin.display(description="relevance", ordering=RANK)
     def search_relevance(self, obj):
         relevance = getattr(obj, "search_relevance", None)
         if relevance is None:
@@ -144,7 +182,7 @@ def _ranking_columns(model, rows) -> dict:
     position = f'array_position(%s::bigint[], "{model._meta.db_table}"."id")'
     ids = [row.id for row in rows]
     return {
-        "search_rank": RawSQL(position, [ids], output_field=IntegerField()),
+        RANK: RawSQL(position, [ids], output_field=IntegerField()),
         "search_score": RawSQL(f"(%s::float8[])[{position}]", [[row.score for row in rows], ids], output_field=FloatField()),
         "search_relevance": RawSQL(
             f"(%s::text[])[{position}]", [[row.relevance for row in rows], ids], output_field=TextField()

@@ -68,7 +68,8 @@ class AdminListSearch:
 def admin_list_search(
     *, kind: str, query: str, teams, filters: SearchFilters, limit: int = MAX_LIMIT
 ) -> AdminListSearch:
-    """Search `teams` (an iterable of Team) for `query`; at most `limit` hits a team.
+    """Search `teams` (an iterable of Team) for `query`: the best `limit` rows across them (one
+    page of the list), a hit's collapsed duplicates listed after it and counted in the limit.
 
     A search that found nothing answers with the engine's recency fallback (rows that matched
     nothing); those are not hits, so they are left out. A bad request (a query too long, ...) is
@@ -97,6 +98,8 @@ def admin_list_search(
     for _, _, _, row_id, hit, team_slug in collected:
         if row_id in seen:
             continue
+        if len(result.rows) == limit:
+            break
         seen.add(row_id)
         result.rows.append(
             RankedRow(id=row_id, rank=len(result.rows) + 1, score=hit.score, relevance=hit.relevance, team_slug=team_slug)

@@ -106,3 +106,55 @@ def test_a_bad_team_value_is_the_admin_s_own_error_not_a_500(admin_client, demo_
     # Django's answer to a bad list filter: back to the list with ?e=1 ("incorrect lookup").
     assert response.status_code == 302 and response["Location"].endswith("?e=1")
     assert Memory.objects.filter(team=demo_team).exists()
+
+
+def _column(response, name: str) -> int:
+    return response.context["cl"].list_display.index(name)
+
+
+def test_the_relevance_column_sorts_both_ways_and_carries_the_arrow_while_ranked(admin_client, demo_team):
+    ranked = admin_client.get(LESSONS, {"q": "database security"})
+    relevance = _column(ranked, "search_relevance")
+    assert ranked.context["cl"].get_ordering_field_columns() == {relevance: "asc"}
+    assert 'class="sortable column-search_relevance sorted ascending"' in ranked.content.decode()
+    assert "column-updated_at sorted" not in ranked.content.decode()
+    ranks = [row.search_rank for row in _listed(ranked)]
+
+    # Clicking the header sorted before the rank existed: a FieldError, a 500.
+    ascending = admin_client.get(LESSONS, {"q": "database security", "o": str(relevance)})
+    descending = admin_client.get(LESSONS, {"q": "database security", "o": f"-{relevance}"})
+    assert ascending.status_code == descending.status_code == 200
+    assert [row.search_rank for row in _listed(ascending)] == ranks
+    assert [row.search_rank for row in _listed(descending)] == ranks[::-1]
+    memories = admin_client.get(MEMORIES, {"q": "anxious", "o": f"-{_column(ranked, 'search_relevance')}"})
+    assert memories.status_code == 200 and _listed(memories)
+
+
+def test_another_column_clicked_orders_the_hits_and_a_bad_order_keeps_the_ranking(admin_client, demo_team):
+    ranked = admin_client.get(LESSONS, {"q": "database security"})
+    ranks = [row.search_rank for row in _listed(ranked)]
+    title = _column(ranked, "title")
+    by_title = _listed(admin_client.get(LESSONS, {"q": "database security", "o": str(title)}))
+    assert [row.title for row in by_title] == sorted(row.title for row in by_title)
+    assert {row.pk for row in by_title} == {row.pk for row in _listed(ranked)}
+    for bad in ("abc", "99", "-"):
+        listed = _listed(admin_client.get(LESSONS, {"q": "database security", "o": bad}))
+        assert [row.search_rank for row in listed] == ranks
+
+
+def test_no_filter_counts_while_searching_since_they_would_count_one_page_of_hits(admin_client, demo_team):
+    searching = admin_client.get(LESSONS, {"q": "database security", "_facets": "True"})
+    assert searching.status_code == 200
+    assert not searching.context["cl"].add_facets and "Show counts" not in searching.content.decode()
+    listing = admin_client.get(LESSONS, {"_facets": "True"})
+    assert listing.context["cl"].add_facets and "Hide counts" in listing.content.decode()
+
+
+def test_the_hits_fit_on_one_page_with_their_collapsed_duplicates_and_across_teams(admin_client, demo_team):
+    other = TeamFactory(slug="acme")
+    for number in range(60):
+        LessonFactory(team=other, title=f"Database security note {number}", category="security")
+    response = admin_client.get(LESSONS, {"q": "database security"})
+    per_page = response.context["cl"].list_per_page
+    assert response.context["cl"].result_count == per_page == len(_listed(response))
+    assert {row.team.slug for row in _listed(response)} <= {"acme", "demo"}
