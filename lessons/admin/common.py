@@ -2,6 +2,8 @@
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.forms import SimpleArrayField
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
 
 
 def changed_values(form) -> dict:
@@ -31,13 +33,21 @@ class ReadableInputsMixin:
         is_list = isinstance(db_field, ArrayField)
         if is_list:
             kwargs.setdefault("form_class", CommaSeparatedField)
+        if isinstance(db_field, (models.IntegerField, models.FloatField)):
+            kwargs = {**_model_bounds(db_field), **kwargs}
         field = super().formfield_for_dbfield(db_field, request, **kwargs)
         if field is None:
             return field
         if is_list or db_field.name in self.wide_fields:
             field.widget.attrs["class"] = "vLargeTextField"
+        if isinstance(db_field, models.DateTimeField) and hasattr(field.widget, "widgets"):
+            # the stock pair of inputs is labelled only by plain "Date:" and "Time:" text
+            for widget, part in zip(field.widget.widgets, ("date", "time")):
+                widget.attrs["aria-label"] = f"{db_field.verbose_name.capitalize()}: {part}"
         if is_list:
-            field.base_field.validators.extend(db_field.base_field.validators)
+            # the model's rules for an item that the item's form field lacks (its length it has)
+            own = field.base_field.validators
+            field.base_field.validators.extend(rule for rule in db_field.base_field.validators if rule not in own)
             separated = "Comma-separated."
             field.help_text = f"{separated} {field.help_text}" if field.help_text else separated
         return field
@@ -51,3 +61,28 @@ class WideChangeListMixin:
     def changelist_view(self, request, extra_context=None):
         context = {"is_nav_sidebar_enabled": False, **(extra_context or {})}
         return super().changelist_view(request, extra_context=context)
+
+
+def _model_bounds(db_field) -> dict:
+    """The tightest min_value / max_value the model's validators set, for the form field: a
+    frequency of -1 was refused as "at least 0" (the column's type) while 0 was then refused as
+    "at least 1" (the model's rule), and the input offered 0."""
+    validators = db_field.validators
+    lows = [v.limit_value for v in validators if isinstance(v, MinValueValidator) and not callable(v.limit_value)]
+    highs = [v.limit_value for v in validators if isinstance(v, MaxValueValidator) and not callable(v.limit_value)]
+    bounds = {}
+    if lows:
+        bounds["min_value"] = max(lows)
+    if highs:
+        bounds["max_value"] = min(highs)
+    return bounds
+
+
+class TeamChosenOnceMixin:
+    """A row's team is chosen when it is added and shown read-only after: the services do not move
+    rows between teams (their searches, feedback and duplicates belong to the team), and a changed
+    team reached them as an unknown field, a 500."""
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if obj is None else ("team", *fields)

@@ -61,6 +61,10 @@ class DuplicatesPage:
     duplicate_kind: str
     merge: Callable  # (request, rows, first, second, fallback) -> response
 
+    @property
+    def plural(self) -> str:
+        return {"lesson": "lessons", "memory": "memories"}[self.kind]
+
 
 def lesson_duplicates_view(model_admin, request):
     return _duplicates_view(model_admin, request, LESSON_PAGE)
@@ -100,11 +104,15 @@ def _action(model_admin, request, page: DuplicatesPage):
     action = request.POST.get("action")
     first, second = post_int(request, "first"), post_int(request, "second")
     if first is None or second is None:
-        messages.error(request, f"Name the two {page.kind}s of the pair.")
+        messages.error(request, f"Name the two {page.plural} of the pair.")
+        return back_to(request, fallback)
+    if first == second:
+        messages.error(request, f"A pair is two different {page.plural}; both ids here are {first}.")
         return back_to(request, fallback)
     rows = page.rows([first, second])
     if len(rows) != 2:
-        messages.error(request, f"One of these {page.kind}s no longer exists; the list below is up to date.")
+        messages.error(request, f"One of these {page.plural} no longer exists (or is an earlier version); "
+                                "the list below is up to date.")
         return back_to(request, fallback)
     if action == "dismiss":
         require(model_admin.has_change_permission(request))

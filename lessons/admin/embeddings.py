@@ -82,7 +82,8 @@ def embedding_job_view(request, token: str):
         failed = True
     context = {
         **admin.site.each_context(request),
-        "title": f"Re-embedding {progress.total} {model._meta.verbose_name_plural}",
+        "title": f"Re-embedding {progress.total} "
+                 f"{model._meta.verbose_name if progress.total == 1 else model._meta.verbose_name_plural}",
         "subtitle": None,
         "job": job,
         "progress": progress,

@@ -3,7 +3,7 @@ from django.contrib.admin import helpers
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from lessons.admin.common import ReadableInputsMixin, WideChangeListMixin, changed_values
+from lessons.admin.common import ReadableInputsMixin, TeamChosenOnceMixin, WideChangeListMixin, changed_values
 from lessons.admin.duplicates import lesson_duplicates_view
 from lessons.admin.proposals import proposals_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
@@ -15,7 +15,8 @@ from lessons.services import lessons as lesson_services
 
 @admin.register(Lesson)
 class LessonAdmin(
-    ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin, EmbeddingAdminMixin, admin.ModelAdmin
+    TeamChosenOnceMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin, EmbeddingAdminMixin,
+    admin.ModelAdmin,
 ):
     list_display = (
         "title", "team", "category", "status", "confidence", "frequency", *USAGE_LIST_FIELDS, "embedding_status",

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from lessons.admin.common import ReadableInputsMixin, WideChangeListMixin, changed_values
+from lessons.admin.common import ReadableInputsMixin, TeamChosenOnceMixin, WideChangeListMixin, changed_values
 from lessons.admin.duplicates import memory_duplicates_view
 from lessons.admin.history import restore_version_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
@@ -28,7 +28,8 @@ class MemoryCurrentFilter(admin.SimpleListFilter):
 
 @admin.register(Memory)
 class MemoryAdmin(
-    ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin, EmbeddingAdminMixin, admin.ModelAdmin
+    TeamChosenOnceMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin, EmbeddingAdminMixin,
+    admin.ModelAdmin,
 ):
     list_display = (
         "content", "team", "importance", "categories", "people", "version", *USAGE_LIST_FIELDS, "embedding_status",
@@ -68,6 +69,20 @@ class MemoryAdmin(
         if obj is not None and not obj.is_current:
             return False  # earlier versions are history: read-only
         return super().has_change_permission(request, obj)
+
+    # An earlier version is deleted with its memory, never alone: that left a gap in the history
+    # ("Version 1 ... Version 3", diffed against version 1). Its page has no delete button, and a
+    # delete that names one (its URL, the bulk action) is refused on the confirmation page.
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None and not obj.is_current:
+            context["show_delete"] = False
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def get_deleted_objects(self, objs, request):
+        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        if any(not memory.is_current for memory in objs):
+            perms_needed = {*perms_needed, "earlier versions on their own (delete their memory instead)"}
+        return deleted, model_count, perms_needed, protected
 
     def save_model(self, request, obj, form, change):
         fields = {name: form.cleaned_data[name] for name in memory_services.EDITABLE_FIELDS if name in form.cleaned_data}

@@ -18,6 +18,7 @@ from lessons.search.types import MAX_CONTEXT_CHARS, MAX_QUERY_CHARS
 from lessons.selectors.admin_search import PlaygroundSetting, admin_teams, playground_compare
 
 PARTS = ("semantic", "keyword", "quality")
+MODE_WITHOUT_PART = {"text": "semantic", "semantic": "keyword"}  # the part a mode does not score with
 ENGINE_FIELDS = {"query": "q", "weights": "w_semantic", "tech_stack": "tech_stack"}  # engine's name -> form's
 MAX_TERM_CHARS = 64
 
@@ -104,11 +105,17 @@ class PlaygroundForm(forms.Form):
         for name, default in self.DEFAULTS.items():
             if cleaned.get(name) in (None, ""):
                 cleaned[name] = default
-        for prefix in ("w_", "b_w_"):
+        for prefix, mode in (("w_", cleaned.get("mode")), ("b_w_", cleaned.get("b_mode") or cleaned.get("mode"))):
             weights = {name: cleaned.get(f"{prefix}{name}") for name in PARTS}
             given = {name: value for name, value in weights.items() if value is not None}
-            if given and sum({**settings.SEARCH_WEIGHTS, **given}.values()) <= 0:
+            applied = {**settings.SEARCH_WEIGHTS, **given}
+            # the parts this column's mode scores with: text has no semantic part, semantic no keyword
+            used = [name for name in PARTS if name != MODE_WITHOUT_PART.get(mode)]
+            if given and sum(applied.values()) <= 0:
                 self.add_error(f"{prefix}semantic", "at least one weight must be above 0")
+            elif given and sum(applied[name] for name in used) <= 0:
+                self.add_error(f"{prefix}{used[0]}", f"{mode} mode scores with the {' and '.join(used)} weights; "
+                                                     "at least one of them must be above 0")
             cleaned[f"{prefix}weights"] = given or None
         return cleaned
 

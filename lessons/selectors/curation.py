@@ -12,6 +12,7 @@ curator dismissed are left out, and the closest come first.
 import difflib
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -312,6 +313,10 @@ class MemoryVersionEntry:
     is_current: bool
     content_diff: list[DiffPart] | None  # None for the first version: nothing to compare with
     details_diff: list[DiffPart] | None
+    # When this text was written: an earlier version's created_at (services.memories); for the
+    # current one, when the version before it was replaced. Not updated_at: for an earlier version
+    # that is when it was replaced, and a later edit of the people or importance moves the current's.
+    written_at: datetime
 
     @property
     def changed(self) -> bool:
@@ -338,6 +343,7 @@ def memory_history(*, memory: Memory) -> list[MemoryVersionEntry]:
                 is_current=row.pk == current_id,
                 content_diff=word_diff(previous.content, row.content) if previous else None,
                 details_diff=word_diff(previous.details, row.details) if previous else None,
+                written_at=previous.updated_at if previous and row.pk == current_id else row.created_at,
             )
         )
         previous = row

@@ -79,6 +79,11 @@ def test_the_playground_runs_the_same_search_as_the_api(demo_team):
         ({"mode": "magic"}, "mode", "Select a valid choice"),
         ({"w_semantic": "-1"}, "w_semantic", "greater than or equal to 0"),
         ({"w_semantic": "0", "w_keyword": "0", "w_quality": "0"}, "w_semantic", "at least one weight must be above 0"),
+        # the engine would quietly share the weight between the parts the mode has
+        ({"mode": "text", "w_keyword": "0", "w_quality": "0"}, "w_keyword",
+         "text mode scores with the keyword and quality weights; at least one of them must be above 0"),
+        ({"b_mode": "semantic", "b_w_semantic": "0", "b_w_quality": "0"}, "b_w_semantic",
+         "semantic mode scores with the semantic and quality weights"),
         ({"q": "x" * 2_001}, "q", "at most 2000 characters"),
         ({"team": "nobody"}, "team", "Select a valid choice"),
         ({"min_importance": "11"}, "min_importance", "less than or equal to 10"),
