@@ -15,8 +15,9 @@ from lessons.search.types import SearchFilters, SearchRequestError
 
 # Trigram similarity a name in `people` needs to count as the person asked for ("Jon" ~ "Jonas").
 PERSON_NAME_SIMILARITY = 0.3
-# word_similarity a name needs against the memory's text when it is not in `people`.
-PERSON_TEXT_SIMILARITY = 0.6
+# word_similarity a name needs against the memory's text when it is not in `people`: about a whole
+# word. At 0.6 "Tom" found "tomorrow" and "tomatoes", and a made-up "Nobodyxyz" found "nobody".
+PERSON_TEXT_SIMILARITY = 0.8
 
 
 def table_for(kind: str) -> str:

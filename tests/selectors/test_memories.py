@@ -152,3 +152,11 @@ def test_search_across_versions_finds_earlier_texts(demo_team):
     response = memories_search_versions(team=demo_team, query=earlier.content)
     assert earlier.id in [hit.id for hit in response.results][:3]
     assert any(hit.fields["current_version_id"] is None for hit in response.results)
+
+
+def test_a_name_in_the_text_counts_as_a_word_not_as_the_start_of_one(team):
+    met = memory_create(team=team, content="Had lunch with Tom at the harbour")
+    memory_create(team=team, content="Planted tomatoes; tomorrow I water them")
+    memory_create(team=team, content="Nobody came to the reading")
+    assert [hit.id for hit in memories_by_person(team=team, name="Tom").results] == [met.pk]
+    assert memories_by_person(team=team, name="Nobodyxyz").results == []
