@@ -10,7 +10,7 @@
 
 0 for a row never used, whatever its other counts: with no use recorded, rankings are exactly
 those without the signal. The engine adds `weight x usage` to the quality part (capped at 1);
-see `lessons.search.scoring.quality_of`. A pure function: no database, no settings.
+see `with_usage` in `lessons.search.kinds`. A pure function: no database, no settings.
 """
 
 from datetime import datetime

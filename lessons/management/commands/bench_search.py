@@ -1,7 +1,8 @@
 """`python manage.py bench_search`: search latency over synthetic lessons, per mode and stage.
 
 The lessons live in a throwaway team (`--team`, default `bench-search`) that a later run reuses
-and grows. Each mode runs the same few hundred varied queries (single terms, phrases, filters,
+and grows; `manage.py delete_team bench-search` removes it (its sampled rows count as stale).
+Each mode runs the same few hundred varied queries (single terms, phrases, filters,
 editor context) after a warm-up, and the command prints p50 / p95 of the total and of each stage
 (embed, sql, fuse) in milliseconds.
 
