@@ -126,3 +126,10 @@ def test_the_duplicate_pages_and_the_reembedding_page_speak_plainly(admin_client
                                  {"action": "reembed_selected", "_selected_action": [lesson.pk]}, follow=True)
     assert "Re-embedding 1 lesson<" in response.content.decode() or "Re-embedding 1 lesson " in response.content.decode()
     assert "1 lessons" not in response.content.decode()
+
+
+def test_the_teams_page_refuses_a_slug_with_capitals(admin_client, team):
+    response = admin_client.post(reverse("admin:lessons_team_add"), {"slug": "ACME", "name": "Shouting Acme"})
+    assert response.status_code == 200  # the form again, with the reason on the field
+    assert "Use lowercase letters" in " ".join(response.context["adminform"].form.errors["slug"])
+    assert list(team.__class__.objects.values_list("slug", flat=True)) == ["acme"]
