@@ -144,6 +144,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["memory_site.formats"]  # short 24-hour dates in the admin (formats/en)
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
