@@ -17,7 +17,16 @@ class TeamContents:
         return asdict(self)
 
     def summary(self) -> str:
-        return ", ".join(f"{count:,} {name.replace('_', ' ')}" for name, count in self.as_dict().items())
+        return ", ".join(f"{count:,} {_NAMES[name][count != 1]}" for name, count in self.as_dict().items())
+
+
+_NAMES = {  # (one, several)
+    "lessons": ("lesson", "lessons"),
+    "memories": ("memory", "memories"),
+    "memory_versions": ("memory version", "memory versions"),
+    "api_keys": ("API key", "API keys"),
+    "searches": ("recorded search", "recorded searches"),
+}
 
 
 def team_contents(*, team: Team) -> TeamContents:

@@ -47,7 +47,7 @@ def _run(*arguments) -> str:
 
 def test_dry_run_shows_what_the_team_holds_and_deletes_nothing(full_team):
     output = _run("acme", "--dry-run")
-    assert "1 lessons, 1 memories, 1 memory versions, 1 api keys, 1 searches" in output
+    assert "1 lesson, 1 memory, 1 memory version, 1 API key, 1 recorded search" in output
     assert "nothing deleted" in output
     assert Team.objects.filter(slug="acme").exists() and Lesson.objects.count() == 1
 
@@ -60,7 +60,7 @@ def test_yes_deletes_the_team_with_everything_in_it_and_nothing_of_another_team(
 
     output = _run("acme", "--yes")
 
-    assert "Deleted team 'acme' and 1 lessons, 1 memories, 1 memory versions, 1 api keys, 1 searches." in output
+    assert "Deleted team 'acme' and 1 lesson, 1 memory, 1 memory version, 1 API key, 1 recorded search." in output
     assert not Team.objects.filter(pk=team_id).exists()
     for model in (Lesson, Memory, ApiKey, SearchRecord):
         assert not model.objects.filter(team_id=team_id).exists()
@@ -108,3 +108,9 @@ def test_a_slug_that_starts_with_a_hyphen_is_reached_after_the_double_dash(db):
     Team.objects.create(slug="-old", name="old")
     assert "Deleted team '-old'" in _run("--yes", "--", "-old")
     assert not Team.objects.exists()
+
+
+def test_counts_other_than_one_are_plural(db):
+    Team.objects.create(slug="empty", name="empty")
+    assert "holds 0 lessons, 0 memories, 0 memory versions, 0 API keys, 0 recorded searches." in _run(
+        "empty", "--dry-run")
