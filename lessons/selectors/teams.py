@@ -1,8 +1,23 @@
-"""What a team holds: what `delete_team` shows before it deletes anything."""
+"""Finding a team by its slug, and what a team holds (what `delete_team` shows before it deletes)."""
 
 from dataclasses import asdict, dataclass
 
 from lessons.models import ApiKey, Lesson, Memory, SearchRecord, Team
+
+
+class TeamError(ValueError):
+    """A team that cannot be used or created; the message says why and what to do."""
+
+
+def team_named(*, slug: str, option: str = "--team", hint: str = "") -> Team:
+    """The team with this slug, as a command's `option` names it. Unknown: TeamError naming the
+    option, suggesting a team whose slug differs only in case, else adding `hint`."""
+    team = Team.objects.filter(slug=(slug or "").strip()).first()
+    if team is not None:
+        return team
+    other_case = team_slug_in_other_case(slug=slug or "")
+    advice = f"; did you mean {other_case!r}?" if other_case else hint
+    raise TeamError(f"{option}: no team with slug {slug!r}{advice}")
 
 
 @dataclass(frozen=True)

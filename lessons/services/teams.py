@@ -6,12 +6,7 @@ from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from lessons.models import Team
-from lessons.selectors.teams import TeamContents, team_contents, team_slug_in_other_case
-
-
-class TeamError(ValueError):
-    """A team that cannot be used or created; the message says why and what to do."""
-
+from lessons.selectors.teams import TeamContents, TeamError, team_contents, team_named
 
 def _validation_message(error: ValidationError) -> str:
     return "; ".join(f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items())
@@ -37,17 +32,11 @@ def team_create(*, slug: str, name: str | None = None) -> Team:
 def team_for_slug(*, slug: str, create: bool = False, name: str | None = None) -> Team:
     """The team with this slug. Unknown: created when `create`, otherwise TeamError saying how
     (a mistyped --team must not quietly start a new, empty team)."""
-    team = Team.objects.filter(slug=(slug or "").strip()).first()
-    if team is not None:
-        return team
-    if not create:
-        other_case = team_slug_in_other_case(slug=slug or "")
-        if other_case is not None:
-            raise TeamError(f"--team: no team with slug {slug!r}; did you mean {other_case!r}?")
-        raise TeamError(
-            f"--team: no team with slug {slug!r}; create it with --create-team "
-            f"or `python manage.py create_team {slug}`"
-        )
+    try:
+        return team_named(slug=slug, hint=f"; create it with --create-team or `python manage.py create_team {slug}`")
+    except TeamError:
+        if not create:
+            raise
     return team_create(slug=slug, name=name)
 
 

@@ -114,3 +114,14 @@ def test_counts_other_than_one_are_plural(db):
     Team.objects.create(slug="empty", name="empty")
     assert "holds 0 lessons, 0 memories, 0 memory versions, 0 API keys, 0 recorded searches." in _run(
         "empty", "--dry-run")
+
+
+@pytest.mark.parametrize("command, arguments", [
+    ("search", ["retries", "--team", "ACME", "--mode", "text"]),
+    ("backfill_embeddings", ["--team", "ACME", "--dry-run"]),
+    ("refresh_keyword_impacts", ["--team", "ACME"]),
+    ("mcp", ["--team", "ACME"]),
+])
+def test_every_command_that_takes_a_team_suggests_the_slug_in_another_case(team, command, arguments):
+    with pytest.raises(CommandError, match=r"^--team: no team with slug 'ACME'; did you mean 'acme'\?$"):
+        call_command(command, *arguments, stdout=StringIO(), stderr=StringIO())

@@ -5,7 +5,7 @@ from django.db import InterfaceError, OperationalError
 from tqdm import tqdm
 
 from lessons.embedding import EmbeddingUnavailable
-from lessons.models import Team
+from lessons.selectors.teams import TeamError, team_named
 from lessons.services.embeddings import BACKFILL_KINDS, BackfillReport, embedding_backfill
 
 SHOWN_IDS = 50  # failed ids listed in the summary; the rest are counted
@@ -27,9 +27,10 @@ class Command(BaseCommand):
     def handle(self, *args, kind, team, include_fresh, batch_size, dry_run, **options):
         team_obj = None
         if team is not None:
-            team_obj = Team.objects.filter(slug=team).first()
-            if team_obj is None:
-                raise CommandError(f"--team: no team with slug {team!r}")
+            try:
+                team_obj = team_named(slug=team)
+            except TeamError as error:
+                raise CommandError(str(error)) from error
         if batch_size < 1:
             raise CommandError(f"--batch-size must be at least 1, not {batch_size}")
 

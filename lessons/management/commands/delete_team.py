@@ -5,8 +5,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from lessons.selectors.teams import team_contents, team_slug_in_other_case
-from lessons.services.teams import TeamError, team_delete, team_for_slug
+from lessons.selectors.teams import TeamError, team_contents, team_named
+from lessons.services.teams import team_delete
 
 
 class Command(BaseCommand):
@@ -23,11 +23,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, slug, dry_run, yes, **options):
         try:
-            team = team_for_slug(slug=slug)
+            team = team_named(slug=slug, option="SLUG")
         except TeamError as error:
-            other_case = team_slug_in_other_case(slug=slug)
-            hint = f"; did you mean {other_case!r}?" if other_case else ""
-            raise CommandError(f"SLUG: no team with slug {slug!r}{hint}") from error
+            raise CommandError(str(error)) from error
         self.stdout.write(f"Team {team.slug!r} ({team.name}) holds {team_contents(team=team).summary()}.")
         if dry_run:
             self.stdout.write("Dry run: nothing deleted.")

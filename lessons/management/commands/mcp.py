@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from lessons.embedding import warm_up_in_background
 from lessons.mcp_server import serve_stdio
-from lessons.models import Team
+from lessons.selectors.teams import TeamError, team_named
 from lessons.services.api_keys import api_key_authenticate
 
 API_KEY_ENVIRONMENT_VARIABLE = "MEMORY_STORE_API_KEY"
@@ -30,9 +30,10 @@ class Command(BaseCommand):
         if bool(team) == bool(api_key):
             raise CommandError(f"give exactly one of --team SLUG or --api-key KEY (or {API_KEY_ENVIRONMENT_VARIABLE})")
         if team:
-            team_row = Team.objects.filter(slug=team).first()
-            if team_row is None:
-                raise CommandError(f"--team: no team with slug {team!r}")
+            try:
+                team_row = team_named(slug=team)
+            except TeamError as error:
+                raise CommandError(str(error)) from error
         else:
             key = api_key_authenticate(raw_key=api_key.strip())
             if key is None:

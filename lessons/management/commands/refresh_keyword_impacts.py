@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from lessons.models import Team
+from lessons.selectors.teams import TeamError, team_named
 from lessons.services.keyword_index import (
     DEFAULT_DRIFT,
     keyword_impacts_refresh,
@@ -35,9 +36,10 @@ class Command(BaseCommand):
             raise CommandError("--threshold: must be 1 or more (1 refreshes any drift)")
         teams = Team.objects.order_by("slug")
         if team is not None:
-            teams = teams.filter(slug=team)
-            if not teams.exists():
-                raise CommandError(f"--team: no team with slug {team!r}")
+            try:
+                teams = teams.filter(pk=team_named(slug=team).pk)
+            except TeamError as error:
+                raise CommandError(str(error)) from error
         kinds = [kind] if kind else ["lessons", "memories"]
         refreshed = 0
         for each in teams:

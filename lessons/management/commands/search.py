@@ -12,9 +12,9 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from lessons.embedding import warm_up_in_background
-from lessons.models import Team
 from lessons.search import KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest, SearchRequestError, search
 from lessons.search.serialise import search_response_as_dict
+from lessons.selectors.teams import TeamError, team_named
 from lessons.services.usage import search_record
 
 TITLE_WIDTH = 70
@@ -47,9 +47,10 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["mode"] != "text":  # load the ONNX query encoder while the team is looked up
             warm_up_in_background()
-        team = Team.objects.filter(slug=options["team"]).first()
-        if team is None:
-            raise CommandError(f"--team: no team with slug {options['team']!r}")
+        try:
+            team = team_named(slug=options["team"])
+        except TeamError as error:
+            raise CommandError(str(error)) from error
         request = SearchRequest(
             team=team,
             query=options["query"],
