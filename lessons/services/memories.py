@@ -87,8 +87,10 @@ def memory_update(*, memory: Memory, **changes) -> Memory:
     """Apply `changes` (any of EDITABLE_FIELDS). A change of content or details archives the
     previous text as version `n` and makes the memory version `n + 1`.
 
-    The previous state is read from the database under a row lock, so callers such as the admin,
-    whose form has already written the new values onto `memory`, version correctly too."""
+    Only the fields in `changes` are written, over the row as it is in the database (read under a
+    row lock), never over `memory` as the caller read it: two agents editing the importance and
+    the text of one memory at once both land (a stale copy used to write the old text back), and
+    the admin, whose form has already written the new values onto `memory`, versions correctly."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise TypeError(f"memory_update() got unknown fields: {', '.join(sorted(unknown))}")
@@ -96,7 +98,7 @@ def memory_update(*, memory: Memory, **changes) -> Memory:
         raise ValidationError("An earlier version of a memory cannot be edited; edit the current memory.")
 
     stored = Memory.objects.select_for_update().get(pk=memory.pk)
-    wanted = {name: getattr(memory, name) for name in EDITABLE_FIELDS}
+    wanted = {name: getattr(stored, name) for name in EDITABLE_FIELDS}
     wanted.update(_normalised(changes))
     changed = [name for name in EDITABLE_FIELDS if getattr(stored, name) != wanted[name]]
     if not changed:

@@ -288,6 +288,30 @@ def test_two_clients_editing_one_memory_keep_every_version(pg, server):
     assert len(versions) == 2 * edits + 1  # every earlier text, and the current one
 
 
+def test_one_client_editing_a_memorys_text_and_others_its_importance_lose_nothing(pg, server):
+    """An importance-only PATCH read the memory before the text edit's lock and wrote its stale
+    text back (3 of 3 runs of this shape ended on the old text, with a spurious version)."""
+    base, key = server["base"], server["key"]
+    for attempt in range(3):
+        status, memory = _request("POST", f"{base}/memories", key=key, body={"content": f"original {attempt}"})
+        assert status == 201
+        url = f"{base}/memories/{memory['id']}"
+
+        def importance(value):
+            return lambda: [_request("PATCH", url, key=key, body={"importance": value}) for _ in range(3)]
+
+        def text():
+            assert _request("PATCH", url, key=key, body={"content": f"new text {attempt}"})[0] == 200
+
+        _in_parallel(importance(7), importance(8), text, importance(9), importance(6))
+        _, final = _request("GET", url, key=key)
+        _, versions = _request("GET", f"{url}/versions", key=key)
+        assert final["content"] == f"new text {attempt}"
+        # the current text and the one it replaced: one real edit, one version, none written back
+        assert sorted(version["content"] for version in versions) == [f"new text {attempt}", f"original {attempt}"]
+        assert final["importance"] in (6, 7, 8, 9)
+
+
 # --- the task worker killed mid-task --------------------------------------------------------------
 
 

@@ -43,11 +43,21 @@ def test_a_version_keeps_the_embedding_of_its_own_text(team):
 
 
 def test_admin_style_update_versions_from_the_stored_text(team):
-    """The admin form writes new values onto the object before the service runs."""
+    """The admin form writes new values onto the object, then passes the fields it changed."""
     memory = memory_create(team=team, content="Old words")
     memory.content = "New words"
-    memory_update(memory=memory)
+    memory_update(memory=memory, content=memory.content)
     assert memory.previous_versions.get().content == "Old words"
+
+
+def test_only_the_fields_given_are_written_not_the_callers_stale_copy(team):
+    memory = memory_create(team=team, content="Old words", importance=3)
+    stale = Memory.objects.get(pk=memory.pk)
+    memory_update(memory=memory, content="New words")  # another request, meanwhile
+    memory_update(memory=stale, importance=8)
+    stored = Memory.objects.get(pk=memory.pk)
+    assert (stored.content, stored.importance, stored.version) == ("New words", 8, 2)
+    assert [version.content for version in stored.previous_versions.all()] == ["Old words"]
 
 
 def test_invalid_update_changes_nothing(team):
