@@ -62,10 +62,18 @@ def _refuse_nul(value: Any) -> Any:
 
 
 def _aware(value: datetime | None) -> datetime | None:
-    """A date-time without a time zone is taken as UTC (as the imports do)."""
-    if value is not None and value.tzinfo is None:
+    """A date-time in UTC: without a time zone it is taken as UTC (as the imports do); with one, it
+    is converted. PostgreSQL refuses offsets beyond 15:59 that pydantic takes (up to 23:59), and
+    a moment past year 9999 in UTC cannot be stored or compared; the answer then echoes the
+    moment as every read writes it."""
+    if value is None:
+        return value
+    if value.tzinfo is None:
         return value.replace(tzinfo=timezone.utc)
-    return value
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise PydanticCustomError("moment_range", "Use a moment between years 1 and 9999 in UTC.") from None
 
 
 class TextIn(Schema):

@@ -68,3 +68,21 @@ def test_an_id_in_a_path_is_digits_only_not_anything_pydantic_reads_as_a_number(
     field = "lesson_id" if url.startswith("/lessons") else "memory_id"
     assert response.json()["errors"] == [{"field": field, "message": "Input should be an id written in digits"}]
     assert api.get(f"/lessons/{lesson.pk}").status_code == 200  # the digits alone still name it
+
+
+@pytest.mark.parametrize("moment", ["2024-01-01T00:00:00+16:00", "2024-01-01T00:00:00-23:59"])
+def test_an_offset_the_database_cannot_store_is_converted_to_utc(api, moment):
+    created = api.post("/memories", {"content": "Late call with the Auckland office", "occurred_at": moment})
+    assert created.status_code == 201, created.content
+    stored = created.json()["occurred_at"]
+    assert stored.endswith("Z") and stored == api.get(f"/memories/{created.json()['id']}").json()["occurred_at"]
+    searched = api.post("/search", {"query": "call", "kind": "memories", "filters": {"since": moment}})
+    assert searched.status_code == 200, searched.content
+
+
+def test_a_search_from_past_year_9999_in_utc_is_refused_by_name(api):
+    response = api.post("/search", {"query": "x", "kind": "memories",
+                                    "filters": {"since": "9999-12-31T23:00:00-05:00"}})
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{"field": "filters.since",
+                                          "message": "Use a moment between years 1 and 9999 in UTC."}]
