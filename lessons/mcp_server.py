@@ -14,7 +14,7 @@ import pydantic
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError, DataError, IntegrityError, close_old_connections
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
@@ -84,6 +84,10 @@ def build_server(*, team: Team) -> Server:
             return _error(errors.error_body(str(error) or "not found"))
         except SearchRequestError as error:
             return _error(errors.field_error(error.field, error.message))
+        except DataError as error:  # the API's 422 and 409: the caller's to fix, not an outage
+            return _error(errors.unstorable_value(error))
+        except IntegrityError as error:
+            return _error(errors.conflict(error))
         except DatabaseError as error:
             logger.error("database unavailable: %s", error)
             return _error(errors.database_unavailable(error))

@@ -110,18 +110,12 @@ def http_error(request, exc: HttpError):
 
 @api.exception_handler(DataError)
 def unstorable_value(request, exc: DataError):
-    # The schemas refuse what they know the database refuses; this is the backstop.
-    return _answer(request, errors.error_body(f"body: a value the database cannot store ({_first_line(exc)})"), 422)
+    return _answer(request, errors.unstorable_value(exc), 422)
 
 
 @api.exception_handler(IntegrityError)
 def conflict(request, exc: IntegrityError):
-    # Two writers racing past the services' uniqueness check: the second one hears 409.
-    return _answer(request, errors.error_body(f"conflicts with an existing row ({_first_line(exc)})"), 409)
-
-
-def _first_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return _answer(request, errors.conflict(exc), 409)
 
 
 @api.exception_handler(OperationalError)

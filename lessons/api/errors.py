@@ -78,6 +78,19 @@ def malformed_json(error: Exception) -> dict:
     return field_error("body", message)
 
 
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 def database_unavailable(error: Exception) -> dict:
-    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return error_body(f"the database is unavailable: {reason}")
+    return error_body(f"the database is unavailable: {_first_line(error)}")
+
+
+def unstorable_value(error: Exception) -> dict:
+    """A DataError: the schemas refuse what they know the database refuses; this is the backstop (422)."""
+    return error_body(f"body: a value the database cannot store ({_first_line(error)})")
+
+
+def conflict(error: Exception) -> dict:
+    """An IntegrityError: two writers raced past the services' uniqueness check; the second hears 409."""
+    return error_body(f"conflicts with an existing row ({_first_line(error)})")

@@ -14,7 +14,7 @@ from urllib.parse import quote
 import anyio
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import connection, connections
+from django.db import DataError, IntegrityError, connection, connections
 from mcp import Client, StdioServerParameters
 
 from lessons.api.tools import AGENT_TOOLS
@@ -267,3 +267,25 @@ def test_listing_tools_answer_people_and_every_panic_attack_without_labels(team)
     listed = _payload(panics)
     assert listed["total"] == 1 and [m["id"] for m in listed["results"]] == [panic.pk]
     assert "relevance" not in listed["results"][0] and "score" not in listed["results"][0]
+
+
+@pytest.mark.parametrize("error, words", [
+    (DataError("value too long for type character varying(64)"), "body: a value the database cannot store"),
+    (IntegrityError("duplicate key value violates unique constraint"), "conflicts with an existing row"),
+])
+def test_a_value_the_database_refuses_is_the_callers_error_not_an_outage(team, monkeypatch, error, words):
+    """The API answers these 422 and 409; the tools said "the database is unavailable", which tells
+    an agent to retry or give up. The service is made to fail here: the schemas refuse every
+    value they know the database refuses, so none is left to send."""
+    def refused(**fields):
+        raise error
+
+    monkeypatch.setattr("lessons.api.operations.memory_services.memory_create", refused)
+
+    async def session(client):
+        return await client.call_tool("store_memory", {"content": "Met Ana"})
+
+    result = _run(session)(team)
+    assert result.is_error
+    assert _payload(result)["detail"].startswith(words)
+    assert "unavailable" not in _payload(result)["detail"]
