@@ -43,6 +43,8 @@ Term = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 Terms = Annotated[list[Term], Field(max_length=MAX_TERMS)]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many results, 1..{MAX_LIMIT}.")]
+# One optional term (a project type, a phase): "  " is refused naming its field, not taken as a term.
+OptionalTerm = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TERM_CHARS)]
 
 # Literal types spelled from the engine's own constants, so the two cannot disagree.
 KindName = Literal[KINDS]  # type: ignore[valid-type]
@@ -313,6 +315,13 @@ class MemoryFilters(FilterSchema):
     _lowercase_terms = field_validator("category", "emotion")(_lowercase)
     _no_nul = field_validator("*")(_refuse_nul)
 
+    @field_validator("person")
+    @classmethod
+    def _no_blank_person(cls, names: list[str] | None) -> list[str] | None:
+        if names is not None and any(not name.strip() for name in names):
+            raise ValueError("a blank value matches nothing; leave the parameter out instead")
+        return names
+
     def filter_text(self, value: str | None) -> Q:
         return _every_word(value, "content", "details")
 
@@ -334,7 +343,7 @@ class SearchFiltersIn(StrictIn):
 
     statuses: list[LessonStatusName] = Field(["confirmed"], min_length=1, description="Lessons only.")
     categories: Terms = Field([], description="Lessons: category is one of; memories: shares one.")
-    phase: str | None = Field(None, max_length=MAX_TERM_CHARS, description="Lessons: a project phase.")
+    phase: OptionalTerm | None = Field(None, description="Lessons: a project phase.")
     tech_stacks: Terms = Field([], description="Lessons: shares one.")
     project_types: Terms = Field([], description="Lessons: shares one.")
     tags: Terms = Field([], description="Lessons: shares one.")
@@ -343,6 +352,15 @@ class SearchFiltersIn(StrictIn):
     emotions: Terms = Field([], description="Memories: shares one.")
     since: datetime | None = None
     until: datetime | None = None
+
+    @field_validator("phase")
+    @classmethod
+    def _known_phase(cls, phase: str | None) -> str | None:
+        # Checked here, so the error names filters.phase (the engine's own check names `phase`).
+        known = settings.SEARCH_PHASE_CATEGORIES
+        if phase is not None and phase.lower() not in known:
+            raise ValueError(f"unknown phase {phase!r}; use one of: {', '.join(known)}")
+        return phase
     include_versions: bool = Field(False, description="Memories: also search earlier versions.")
 
     _aware = field_validator("since", "until")(_aware)
@@ -376,7 +394,7 @@ class SearchIn(StrictIn):
     )
     filters: SearchFiltersIn = Field(default_factory=SearchFiltersIn)
     tech_stack: Terms = Field([], description="Your tech stack: lessons that share it rank higher.")
-    project_type: str | None = Field(None, max_length=MAX_TERM_CHARS)
+    project_type: OptionalTerm | None = None
     fusion: FusionName = "weighted"
     weights: SearchWeightsIn | None = Field(None, description="Leave out for the tuned defaults.")
     explain: bool = Field(False, description="Return how each score was made.")
@@ -433,18 +451,18 @@ class SearchOut(Schema):
 
 
 class RelevantLessonsQuery(TextIn):
-    project_type: str | None = Field(None, max_length=MAX_TERM_CHARS, description="e.g. saas, api, cli")
+    project_type: OptionalTerm | None = Field(None, description="e.g. saas, api, cli")
     tech_stack: Terms = Field([], description="e.g. nextjs, postgresql")
-    phase: str | None = Field(None, max_length=MAX_TERM_CHARS, description="e.g. discovery, build, deploy")
+    phase: OptionalTerm | None = Field(None, description="e.g. discovery, build, deploy")
     limit: Limit = 15
 
 
 class PatternsQuery(TextIn):
-    feature: str = Field(
-        min_length=1, max_length=MAX_QUERY_CHARS, description="The feature you are about to build, e.g. Authentication."
+    feature: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS)] = Field(
+        description="The feature you are about to build, e.g. Authentication."
     )
     tech_stack: Terms = []
-    project_type: str | None = Field(None, max_length=MAX_TERM_CHARS)
+    project_type: OptionalTerm | None = None
     limit: Limit = 3
 
 

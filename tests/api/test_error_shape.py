@@ -86,3 +86,24 @@ def test_a_search_from_past_year_9999_in_utc_is_refused_by_name(api):
     assert response.status_code == 422
     assert response.json()["errors"] == [{"field": "filters.since",
                                           "message": "Use a moment between years 1 and 9999 in UTC."}]
+
+
+@pytest.mark.parametrize("method, path, body, field", [
+    ("get", "/memories", {"person": "   "}, "person"),
+    ("get", "/memories", {"person": ""}, "person"),
+    ("get", "/lessons/patterns", {"feature": "  "}, "feature"),
+    ("get", "/lessons/relevant", {"project_type": " "}, "project_type"),
+    ("get", "/lessons/relevant", {"phase": " "}, "phase"),
+    ("post", "/search", {"query": "x", "project_type": "   "}, "project_type"),
+    ("post", "/search", {"query": "x", "filters": {"phase": "  "}}, "filters.phase"),
+    ("post", "/search", {"query": "x", "filters": {"phase": "someday"}}, "filters.phase"),
+])
+def test_a_blank_or_unknown_value_is_refused_naming_its_own_field(api, method, path, body, field):
+    response = api.get(path, body) if method == "get" else api.post(path, body)
+    assert response.status_code == 422, response.content
+    assert [error["field"] for error in response.json()["errors"]] == [field]
+
+
+def test_a_known_phase_and_a_trimmed_feature_still_answer(api):
+    assert api.post("/search", {"query": "x", "filters": {"phase": "Build"}}).status_code == 200
+    assert api.get("/lessons/patterns", {"feature": "  Authentication "}).status_code == 200
