@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 
 from lessons.models import MAX_FREQUENCY, Lesson, Memory
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
-from lessons.services.common import normalise_names, normalise_terms
+from lessons.services.common import normalise_names, normalise_terms, normalise_text
 
 # Bounds on free text, so a runaway agent cannot store a megabyte in one field.
 MAX_TEXT_CHARS = 20_000
@@ -209,7 +209,7 @@ def _every_word(text: str | None, *fields: str) -> Q:
     """Each word of `text` in one of `fields` (a substring, any case): "row security" finds
     "Row-level security" as the words are, not only as the phrase."""
     condition = Q()
-    for word in (text or "").split():
+    for word in normalise_text(text or "").split():
         either = Q()
         for name in fields:
             either |= Q(**{f"{name}__icontains": word})

@@ -4,6 +4,13 @@ import unicodedata
 from collections.abc import Iterable
 
 
+def normalise_text(value) -> str:
+    """A free text (a title, a description, a memory's content) as stored: one Unicode form (NFC),
+    trimmed. macOS keyboards send "crème" with a combining accent; stored as sent, a search or a
+    filter typed the other way missed it."""
+    return unicodedata.normalize("NFC", str(value)).strip()
+
+
 def normalise_terms(values: Iterable[str] | None) -> list[str]:
     """Tags, tech stacks, categories...: trimmed, lowercase, without duplicates, order kept."""
     seen: dict[str, None] = {}

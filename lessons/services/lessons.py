@@ -4,7 +4,7 @@ from django.db import transaction
 
 from lessons.embedding import embedded_fields
 from lessons.models import Lesson, LessonStatus, Team
-from lessons.services.common import normalise_terms
+from lessons.services.common import normalise_terms, normalise_text
 from lessons.services.embeddings import embedding_schedule
 
 TEXT_FIELDS = ("title", "description", "context", "recommendation")
@@ -28,7 +28,7 @@ def _normalised(fields: dict) -> dict:
     clean = dict(fields)
     for name in TEXT_FIELDS:
         if name in clean and clean[name] is not None:
-            clean[name] = str(clean[name]).strip()
+            clean[name] = normalise_text(clean[name])
     for name in TERM_FIELDS:
         if name in clean:
             clean[name] = normalise_terms(clean[name])

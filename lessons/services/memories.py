@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from lessons.models import Memory, Team
-from lessons.services.common import normalise_names, normalise_terms
+from lessons.services.common import normalise_names, normalise_terms, normalise_text
 from lessons.services.embeddings import embedding_schedule, embedding_schedule_if_pending
 
 VERSIONED_FIELDS = ("content", "details")
@@ -39,7 +39,7 @@ def _normalised(fields: dict) -> dict:
     clean = dict(fields)
     for name in VERSIONED_FIELDS:
         if name in clean and clean[name] is not None:
-            clean[name] = str(clean[name]).strip()
+            clean[name] = normalise_text(clean[name])
     for name in ("categories", "emotions"):
         if name in clean:
             clean[name] = normalise_terms(clean[name])

@@ -156,3 +156,16 @@ def test_a_hits_timestamps_are_written_as_the_lesson_and_memory_endpoints_write_
     memory_hit = api.post("/search", {"query": "hiking", "kind": "memories", "mode": "text"}).json()["results"][0]
     assert memory_hit["fields"]["occurred_at"] == api.get(f"/memories/{memory.pk}").json()["occurred_at"]
     assert memory_hit["fields"]["occurred_at"] == "2024-05-01T07:30:15.123Z"
+
+
+def test_text_typed_in_either_unicode_form_is_one_word(api, team):
+    import unicodedata
+
+    decomposed, composed = (unicodedata.normalize(form, "crème brûlée") for form in ("NFD", "NFC"))
+    assert decomposed != composed
+    created = api.post("/lessons", {"title": f"Parse {decomposed} recipes with a real parser"})
+    assert created.json()["title"] == f"Parse {composed} recipes with a real parser"  # stored in NFC
+    for typed in (composed, decomposed):
+        found = api.post("/search", {"query": typed, "mode": "text"}).json()
+        assert [hit["id"] for hit in found["results"]] == [created.json()["id"]], typed
+        assert api.get("/lessons", {"text": typed}).json()["count"] == 1
