@@ -50,12 +50,13 @@ def back_to(request, fallback: str) -> HttpResponseRedirect:
     return HttpResponseRedirect(target)
 
 
-def refused(request, error: ValidationError) -> None:
-    """A service said no: tell the curator why, in the admin's own message list."""
+def refused(request, error: Exception) -> None:
+    """A service said no (a ValidationError, or a row that no longer exists): tell the curator
+    why, in the admin's own message list."""
     if hasattr(error, "error_dict"):
         text = "; ".join(" ".join(messages_) for messages_ in error.message_dict.values())
     else:
-        text = " ".join(error.messages)
+        text = " ".join(getattr(error, "messages", None) or [str(error)])
     messages.error(request, text)
 
 

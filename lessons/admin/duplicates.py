@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
@@ -142,7 +142,7 @@ def _merge_lessons(request, lessons: dict, first: int, second: int, fallback: st
         kept = curation_services.lesson_merge(
             keep=lessons[keep_id], merged=[lessons[other_id]], text_from=lessons[text_id]
         )
-    except ValidationError as error:
+    except (ValidationError, ObjectDoesNotExist) as error:
         refused(request, error)
     else:
         messages.success(
@@ -161,7 +161,7 @@ def _merge_memories(request, memories: dict, first: int, second: int, fallback: 
     other_id = second if keep_id == first else first
     try:
         kept = curation_services.memory_merge(keep=memories[keep_id], merged=memories[other_id])
-    except ValidationError as error:
+    except (ValidationError, ObjectDoesNotExist) as error:
         refused(request, error)
     else:
         messages.success(request, f"Merged memory #{other_id} into #{kept.pk} “{kept}”.")

@@ -5,7 +5,7 @@ proposal's)."""
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
@@ -89,6 +89,6 @@ def _act(model_admin, request):
             )
         else:
             messages.error(request, "Unknown action.")
-    except ValidationError as error:
+    except (ValidationError, ObjectDoesNotExist) as error:  # the latter: a lesson deleted meanwhile
         refused(request, error)
     return back_to(request, fallback)

@@ -5,6 +5,8 @@ and services (`lessons.selectors.curation`, `lessons.services.curation`).
 Added to the API before the lessons and memories routers, so that `/lessons/duplicates` is not
 taken for a lesson id."""
 
+from contextlib import contextmanager
+
 from django.core.exceptions import ValidationError
 from ninja import Path, Query, Router
 
@@ -30,6 +32,19 @@ router = Router()
 LessonId = Path(..., ge=1, le=MAX_ID, description="The lesson that is kept.")
 MemoryId = Path(..., ge=1, le=MAX_ID, description="The memory (its current version).")
 VersionId = Path(..., ge=1, le=MAX_ID, description="The id of one of the memory's earlier versions.")
+
+
+@contextmanager
+def _service_field_named(name: str):
+    """The merge services name the merged rows `merged`; in the API that field is `name`. Their
+    checks run again under the rows' locks, so a merge that lost a race is refused there."""
+    try:
+        yield
+    except ValidationError as error:
+        if not hasattr(error, "error_dict") or "merged" not in error.error_dict:
+            raise
+        fields = {name if field == "merged" else field: messages for field, messages in error.error_dict.items()}
+        raise ValidationError(fields) from None
 
 
 def _pairs_out(pairs, threshold: float) -> dict:
@@ -89,9 +104,10 @@ def merge_lessons(request, payload: LessonMergeIn, lesson_id: PathId = LessonId)
     text_from = None
     if payload.text_from is not None:
         text_from = keep if payload.text_from == keep.pk else found.get(payload.text_from, Lesson(pk=payload.text_from))
-    kept = curation_services.lesson_merge(
-        keep=keep, merged=[found[pk] for pk in payload.merge_ids], text_from=text_from
-    )
+    with _service_field_named("merge_ids"):
+        kept = curation_services.lesson_merge(
+            keep=keep, merged=[found[pk] for pk in payload.merge_ids], text_from=text_from
+        )
     return {"lesson": kept, "merged_ids": payload.merge_ids}
 
 
@@ -136,7 +152,8 @@ def merge_memories(request, payload: MemoryMergeIn, memory_id: PathId = MemoryId
         raise ValidationError({"merge_id": f"memory {payload.merge_id} does not exist"}) from None
     if merged.pk == keep.pk:
         raise ValidationError({"merge_id": f"memory {keep.pk} is the one kept; it cannot be merged into itself"})
-    kept = curation_services.memory_merge(keep=keep, merged=merged)
+    with _service_field_named("merge_id"):
+        kept = curation_services.memory_merge(keep=keep, merged=merged)
     return {"memory": kept, "merged_id": payload.merge_id}
 
 

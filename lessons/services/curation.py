@@ -83,7 +83,9 @@ def lesson_merge(*, keep: Lesson, merged: list[Lesson], text_from: Lesson | None
         lesson.pk: lesson
         for lesson in Lesson.objects.select_for_update().filter(pk__in=[keep.pk, *merged_ids]).order_by("pk")
     }
-    missing = [pk for pk in [keep.pk, *merged_ids] if pk not in rows]
+    if keep.pk not in rows:  # deleted meanwhile: the kept lesson is gone, not a bad merge list
+        raise Lesson.DoesNotExist(f"lesson {keep.pk} does not exist")
+    missing = [pk for pk in merged_ids if pk not in rows]
     if missing:
         raise ValidationError({"merged": f"Lesson(s) {', '.join(map(str, missing))} no longer exist."})
     kept = rows[keep.pk]
@@ -132,9 +134,10 @@ def memory_merge(*, keep: Memory, merged: Memory) -> Memory:
     if keep.pk == merged.pk:
         raise ValidationError({"merged": f"Memory {keep.pk} cannot be merged into itself."})
     rows = {memory.pk: memory for memory in Memory.objects.select_for_update().filter(pk__in=[keep.pk, merged.pk]).order_by("pk")}
-    missing = [pk for pk in (keep.pk, merged.pk) if pk not in rows]
-    if missing:
-        raise ValidationError({"merged": f"Memory {missing[0]} no longer exists."})
+    if keep.pk not in rows:
+        raise Memory.DoesNotExist(f"memory {keep.pk} does not exist")
+    if merged.pk not in rows:
+        raise ValidationError({"merged": f"Memory {merged.pk} no longer exists."})
     kept, other = rows[keep.pk], rows[merged.pk]
     if kept.team_id != other.team_id:
         raise ValidationError({"merged": f"Memory {other.pk} belongs to another team; a merge stays within one team."})

@@ -190,3 +190,25 @@ def test_merged_frequencies_stop_at_the_largest_storable_one(api, team):
     assert not Lesson.objects.filter(pk=other.pk).exists()
     too_many = api.post("/lessons", {"title": "x", "frequency": MAX_FREQUENCY + 1})
     assert too_many.status_code == 422 and too_many.json()["errors"][0]["field"] == "frequency"
+
+
+def test_a_merge_refused_under_the_locks_names_the_apis_field(api, team, monkeypatch):
+    """The service checks again under the rows' locks (a merge that lost a race); its error named
+    the service's `merged` instead of the body's `merge_ids` / `merge_id`."""
+    from django.core.exceptions import ValidationError
+
+    from lessons.services import curation as curation_services
+
+    def lost_race(**arguments):
+        raise ValidationError({"merged": "Lesson(s) 215 no longer exist."})
+
+    kept, other = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    monkeypatch.setattr(curation_services, "lesson_merge", lost_race)
+    response = api.post(f"/lessons/{kept.pk}/merge", {"merge_ids": [other.pk]})
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{"field": "merge_ids", "message": "Lesson(s) 215 no longer exist."}]
+
+    first, second = memory_create(team=team, content="Tom plays bass"), memory_create(team=team, content="Tom: bass")
+    monkeypatch.setattr(curation_services, "memory_merge", lost_race)
+    response = api.post(f"/memories/{first.pk}/merge", {"merge_id": second.pk})
+    assert [error["field"] for error in response.json()["errors"]] == ["merge_id"]

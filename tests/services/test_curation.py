@@ -231,3 +231,16 @@ def test_restore_refuses_a_version_of_another_memory(team):
     assert "version" in error.value.message_dict
     two.refresh_from_db()
     assert (two.content, two.version) == ("Two", 1)
+
+
+def test_a_merge_that_lost_a_race_says_which_side_went(team):
+    kept, other = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    Lesson.objects.filter(pk=other.pk).delete()  # merged or deleted by someone else meanwhile
+    with pytest.raises(ValidationError) as error:
+        lesson_merge(keep=kept, merged=[other])
+    assert list(error.value.message_dict) == ["merged"]
+    gone, survivor = lesson(team, FOREIGN_KEYS), lesson(team, CHECKOUT_TESTS)
+    Lesson.objects.filter(pk=gone.pk).delete()
+    with pytest.raises(Lesson.DoesNotExist, match=f"lesson {gone.pk} does not exist"):
+        lesson_merge(keep=gone, merged=[survivor])
+    assert Lesson.objects.filter(pk=survivor.pk).exists()
