@@ -92,5 +92,9 @@ def unstorable_value(error: Exception) -> dict:
 
 
 def conflict(error: Exception) -> dict:
-    """An IntegrityError: two writers raced past the services' uniqueness check; the second hears 409."""
+    """An IntegrityError: two writers raced past the services' uniqueness check; the second hears
+    409, naming `external_id` when that is what they raced for (its constraints say so by name)."""
+    constraint = getattr(getattr(error.__cause__, "diag", None), "constraint_name", None) or ""
+    if "external_id" in constraint:
+        return field_error("external_id", "another request stored a row with this external_id just now")
     return error_body(f"conflicts with an existing row ({_first_line(error)})")

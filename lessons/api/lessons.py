@@ -7,6 +7,7 @@ from lessons.api import operations
 from lessons.api.pagination import Pages
 from lessons.api.schemas import (
     AUTHENTICATED,
+    CONFLICT,
     INVALID,
     NOT_FOUND,
     WITH_BODY,
@@ -36,12 +37,12 @@ def list_lessons(request, filters: Query[LessonFilters]):
     return lesson_list(team=request.auth.team, filters=filters)
 
 
-@router.post("/lessons", response={201: LessonOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
+@router.post("/lessons", response={201: LessonOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
 def create_lesson(request, payload: LessonIn):
     return 201, operations.store_lesson(team=request.auth.team, payload=payload)
 
 
-@router.post("/lessons/propose", response={201: LessonOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
+@router.post("/lessons/propose", response={201: LessonOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
 def propose_lesson(request, payload: LessonProposeIn):
     return 201, operations.propose_lesson(team=request.auth.team, payload=payload)
 
@@ -66,7 +67,9 @@ def get_lesson(request, lesson_id: PathId = LessonId):
     return lesson_get(team=request.auth.team, lesson_id=lesson_id)
 
 
-@router.patch("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **WITH_BODY, **INVALID, **AUTHENTICATED})
+@router.patch(
+    "/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED}
+)
 def update_lesson(request, payload: LessonPatch, lesson_id: PathId = LessonId):
     lesson = lesson_get(team=request.auth.team, lesson_id=lesson_id)
     return lesson_services.lesson_update(lesson=lesson, **payload.model_dump(exclude_unset=True))

@@ -9,6 +9,7 @@ from lessons.api import operations
 from lessons.api.pagination import Pages
 from lessons.api.schemas import (
     AUTHENTICATED,
+    CONFLICT,
     INVALID,
     NOT_FOUND,
     WITH_BODY,
@@ -43,7 +44,7 @@ def list_memories(request, filters: Query[MemoryFilters]):
     return memory_list(team=request.auth.team, filters=filters)
 
 
-@router.post("/memories", response={201: MemoryOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
+@router.post("/memories", response={201: MemoryOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
 def create_memory(request, payload: MemoryIn):
     return 201, operations.store_memory(team=request.auth.team, payload=payload)
 
@@ -90,7 +91,9 @@ def get_memory(request, memory_id: PathId = MemoryId):
     return memory_get(team=request.auth.team, memory_id=memory_id)
 
 
-@router.patch("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **WITH_BODY, **INVALID, **AUTHENTICATED})
+@router.patch(
+    "/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED}
+)
 def update_memory(request, payload: MemoryPatch, memory_id: PathId = MemoryId):
     memory = memory_get(team=request.auth.team, memory_id=memory_id)
     return memory_services.memory_update(memory=memory, **payload.model_dump(exclude_unset=True))

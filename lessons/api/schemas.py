@@ -119,6 +119,7 @@ INVALID = {422: ErrorOut}
 # DATA_UPLOAD_MAX_MEMORY_SIZE); the API fuzzer (tests/reliability) found the 400 undeclared.
 WITH_BODY = {400: ErrorOut, 413: ErrorOut}
 NOT_FOUND = {404: ErrorOut}
+CONFLICT = {409: ErrorOut}  # two writers racing for one external_id: the second one
 
 
 class LessonOut(ModelSchema):

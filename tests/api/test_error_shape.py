@@ -107,3 +107,30 @@ def test_a_blank_or_unknown_value_is_refused_naming_its_own_field(api, method, p
 def test_a_known_phase_and_a_trimmed_feature_still_answer(api):
     assert api.post("/search", {"query": "x", "filters": {"phase": "Build"}}).status_code == 200
     assert api.get("/lessons/patterns", {"feature": "  Authentication "}).status_code == 200
+
+
+@pytest.mark.parametrize("kind, body", [
+    ("lessons", {"title": "Pin the base image digest", "external_id": "raced-1"}),
+    ("memories", {"content": "Met Ana at the gym", "external_id": "raced-1"}),
+])
+def test_two_writers_racing_for_one_external_id_the_second_hears_409_naming_it(api, monkeypatch, kind, body):
+    # The race itself: both pass the services' check before either has written (simulated by
+    # skipping the check), so the database's unique constraint is what refuses the second.
+    from lessons.models import Lesson, Memory
+
+    monkeypatch.setattr(Lesson, "external_id_peers", lambda self: None)
+    monkeypatch.setattr(Memory, "external_id_peers", lambda self: None)
+    assert api.post(f"/{kind}", body).status_code == 201
+    second = api.post(f"/{kind}", body)
+    assert second.status_code == 409
+    assert second.json()["errors"] == [
+        {"field": "external_id", "message": "another request stored a row with this external_id just now"}
+    ]
+
+
+def test_the_openapi_document_declares_the_409_of_every_write_that_takes_an_external_id(api):
+    paths = api.client.get("/api/v1/openapi.json").json()["paths"]
+    for path, method in [("/api/v1/lessons", "post"), ("/api/v1/lessons/{lesson_id}", "patch"),
+                         ("/api/v1/memories", "post"), ("/api/v1/memories/{memory_id}", "patch"),
+                         ("/api/v1/lessons/propose", "post")]:
+        assert "409" in paths[path][method]["responses"], (path, method)
