@@ -1,6 +1,9 @@
 """Every answer under the API's prefix is JSON, also the ones no endpoint writes: Django's 404
 for a path the API does not have (an HTML page) and ninja's 405 for a method an endpoint does not
-take (plain text). An agent parses one error shape, `{"detail", "errors"}`."""
+take (plain text). An agent parses one error shape, `{"detail", "errors"}`.
+
+HEAD is answered wherever GET is (HTTP: the same answer without its body; ninja routes GET only,
+so `curl -I /api/v1/health` was a 405)."""
 
 
 from django.http import JsonResponse
@@ -15,6 +18,20 @@ class JsonApiErrorsMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
+        method = request.method
+        head = method == "HEAD" and request.path.startswith(API_PREFIX)
+        if head:
+            request.method = "GET"
+        response = self._answer(request, method)
+        if head:
+            request.method = "HEAD"
+            if not response.streaming:
+                length = len(response.content)
+                response.content = b""
+                response["Content-Length"] = str(length)
+        return response
+
+    def _answer(self, request, method: str):
         response = self.get_response(request)
         if not request.path.startswith(API_PREFIX) or response.status_code not in (404, 405):
             return response
@@ -24,7 +41,9 @@ class JsonApiErrorsMiddleware:
             detail = f"no endpoint at {request.path}; the API's paths are in /api/v1/openapi.json"
             return JsonResponse(error_body(detail), status=404)
         allowed = response.get("Allow", "")
-        detail = f"{request.method} is not allowed on {request.path}" + (f"; use {allowed}" if allowed else "")
+        if "GET" in allowed.split(", "):
+            allowed += ", HEAD"
+        detail = f"{method} is not allowed on {request.path}" + (f"; use {allowed}" if allowed else "")
         answer = JsonResponse(error_body(detail), status=405)
         if allowed:
             answer["Allow"] = allowed

@@ -134,3 +134,15 @@ def test_the_openapi_document_declares_the_409_of_every_write_that_takes_an_exte
                          ("/api/v1/memories", "post"), ("/api/v1/memories/{memory_id}", "patch"),
                          ("/api/v1/lessons/propose", "post")]:
         assert "409" in paths[path][method]["responses"], (path, method)
+
+
+def test_head_is_answered_wherever_get_is_with_the_headers_and_no_body(api, anonymous):
+    got = anonymous.client.get("/api/v1/health")
+    head = anonymous.client.head("/api/v1/health")
+    assert head.status_code == got.status_code == 200
+    assert head.content == b"" and head["Content-Type"] == got["Content-Type"]
+    assert int(head["Content-Length"]) == len(got.content)
+    assert api.client.head("/api/v1/lessons").status_code == 200
+    refused = api.client.head("/api/v1/search")  # a POST endpoint
+    assert refused.status_code == 405 and refused["Allow"] == "POST"
+    assert api.client.delete("/api/v1/health")["Allow"] == "GET, HEAD"
