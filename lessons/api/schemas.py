@@ -5,6 +5,7 @@ and no schema has an embedding field, so vectors never leave the server.
 The agent tools (`GET /tools`, MCP) are generated from these same input classes.
 """
 
+import re
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -13,10 +14,18 @@ from django.conf import settings
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
-from pydantic import BeforeValidator, ConfigDict, StringConstraints, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    ConfigDict,
+    StringConstraints,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
-from lessons.models import MAX_FREQUENCY, Lesson, Memory
+from lessons.models import MAX_FREQUENCY, Lesson, Memory, short_term_validator
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
 from lessons.services.common import normalise_names, normalise_terms, normalise_text
 
@@ -39,7 +48,24 @@ PathId = Annotated[int, BeforeValidator(_id_in_digits)]
 LessonStatusName = Literal["proposed", "confirmed", "rejected"]
 # Surrounding blanks go before the length is checked: " secret " is the tag `secret`, and "  "
 # is refused naming its field (as a blank it would match nothing, or every row).
-Term = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TERM_CHARS)]
+
+
+def _ascii_term(term: str) -> str:
+    # The model's rule (short_term_validator), checked here so the error names the item (tags.1)
+    # and the schema shows the pattern; left to the model it read "Item 2 in the array did not validate".
+    if not TERM_PATTERN.match(term):
+        raise PydanticCustomError("term", short_term_validator.message)
+    return term
+
+
+TERM_PATTERN = re.compile(short_term_validator.regex.pattern, short_term_validator.regex.flags)
+Term = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TERM_CHARS),
+    AfterValidator(_ascii_term),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": MAX_TERM_CHARS,
+                    "pattern": "^[A-Za-z0-9][A-Za-z0-9+#._ -]*$"}),
+]
 Terms = Annotated[list[Term], Field(max_length=MAX_TERMS)]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many results, 1..{MAX_LIMIT}.")]
