@@ -26,7 +26,7 @@ from lessons.api.schemas import (
     SessionIn,
 )
 from lessons.models import Lesson, Memory, Team
-from lessons.search import SearchFilters, SearchRequest
+from lessons.search import SearchFilters, SearchRequest, SearchRequestError
 from lessons.search import search as run_search
 from lessons.search.serialise import search_response_as_dict
 from lessons.selectors.lessons import lessons_for_session, lessons_patterns_for_feature, lessons_relevant
@@ -63,7 +63,26 @@ def _arguments(payload) -> str:
 # --- search --------------------------------------------------------------------------------
 
 
+# Filters that only one kind has: given with a value for the other kind they would be ignored
+# (a memory search "filtered" by tags answered every memory), so they are refused by name.
+KIND_ONLY_FILTERS = {
+    "lessons": ("statuses", "phase", "tech_stacks", "project_types", "tags"),
+    "memories": ("min_importance", "people", "emotions", "include_versions"),
+}
+
+
+def _refuse_filters_of_the_other_kind(payload: SearchIn) -> None:
+    filters = payload.filters
+    for kind, names in KIND_ONLY_FILTERS.items():
+        if kind == payload.kind:
+            continue
+        for name in names:
+            if name in filters.model_fields_set and getattr(filters, name) != type(filters).model_fields[name].default:
+                raise SearchRequestError(f"filters.{name}", f"filters {kind} only; this search is of {payload.kind}")
+
+
 def search_request_from(*, team: Team, payload: SearchIn):
+    _refuse_filters_of_the_other_kind(payload)
     filters = payload.filters
     return SearchRequest(
         team=team,

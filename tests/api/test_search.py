@@ -169,3 +169,24 @@ def test_text_typed_in_either_unicode_form_is_one_word(api, team):
         found = api.post("/search", {"query": typed, "mode": "text"}).json()
         assert [hit["id"] for hit in found["results"]] == [created.json()["id"]], typed
         assert api.get("/lessons", {"text": typed}).json()["count"] == 1
+
+
+@pytest.mark.parametrize("kind, filters, field", [
+    ("memories", {"tags": ["rls"]}, "filters.tags"),
+    ("memories", {"statuses": ["proposed"]}, "filters.statuses"),
+    ("lessons", {"people": ["Ana"]}, "filters.people"),
+    ("lessons", {"min_importance": 5}, "filters.min_importance"),
+])
+def test_a_filter_the_kind_does_not_have_is_refused_not_ignored(api, kind, filters, field):
+    response = api.post("/search", {"query": "x", "kind": kind, "filters": filters})
+    assert response.status_code == 422
+    other = "lessons" if kind == "memories" else "memories"
+    assert response.json()["errors"] == [
+        {"field": field, "message": f"filters {other} only; this search is of {kind}"}
+    ]
+
+
+def test_a_filter_of_the_other_kind_left_at_its_default_is_fine(api):
+    # a client that always sends every filter, empty, must not be refused
+    body = {"query": "x", "kind": "memories", "filters": {"tags": [], "statuses": ["confirmed"], "phase": None}}
+    assert api.post("/search", body).status_code == 200
