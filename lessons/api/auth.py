@@ -13,6 +13,7 @@ from ninja.security import APIKeyCookie, HttpBearer
 
 from lessons.api.errors import TeamChoiceError
 from lessons.models import ApiKey, Team
+from lessons.selectors.teams import TeamError, team_named
 from lessons.services.api_keys import api_key_authenticate
 
 TEAM_HEADER = "X-Team"
@@ -56,9 +57,10 @@ class StaffSessionAuth(APIKeyCookie):
                 f"{TEAM_HEADER}: staff using the API must choose a team with the {TEAM_HEADER} header "
                 f"or the ?{TEAM_QUERY_PARAMETER}= query parameter"
             )
-        team = Team.objects.filter(slug=slug).first()
-        if team is None:
-            raise TeamChoiceError(f"{TEAM_HEADER}: no team with slug {slug!r}", status=404)
+        try:
+            team = team_named(slug=slug, option=TEAM_HEADER)
+        except TeamError as error:
+            raise TeamChoiceError(str(error), status=404) from error
         return Caller(team=team, user_id=request.user.pk)
 
 

@@ -89,6 +89,9 @@ def test_staff_must_name_an_existing_team(team):
     assert missing.status_code == 400
     assert missing.json()["errors"][0]["field"] == "X-Team"
     assert client.get("/lessons", HTTP_X_TEAM="nope").status_code == 404
+    other_case = client.get("/lessons", HTTP_X_TEAM="ACME")
+    assert other_case.status_code == 404
+    assert other_case.json()["detail"] == "X-Team: no team with slug 'ACME'; did you mean 'acme'?"
 
 
 def test_a_session_without_staff_rights_is_401(team):
