@@ -5,7 +5,6 @@ and no schema has an embedding field, so vectors never leave the server.
 The agent tools (`GET /tools`, MCP) are generated from these same input classes.
 """
 
-import re
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -46,19 +45,19 @@ def _id_in_digits(value: Any) -> Any:
 PathId = Annotated[int, BeforeValidator(_id_in_digits)]
 
 LessonStatusName = Literal["proposed", "confirmed", "rejected"]
-# Surrounding blanks go before the length is checked: " secret " is the tag `secret`, and "  "
-# is refused naming its field (as a blank it would match nothing, or every row).
 
 
 def _ascii_term(term: str) -> str:
     # The model's rule (short_term_validator), checked here so the error names the item (tags.1)
     # and the schema shows the pattern; left to the model it read "Item 2 in the array did not validate".
-    if not TERM_PATTERN.match(term):
+    if not short_term_validator.regex.match(term):
         raise PydanticCustomError("term", short_term_validator.message)
     return term
 
 
-TERM_PATTERN = re.compile(short_term_validator.regex.pattern, short_term_validator.regex.flags)
+# Surrounding blanks go before the length is checked: " secret " is the tag `secret`, and "  "
+# is refused naming its field (as a blank it would match nothing, or every row). The pattern is
+# the model's regex spelled without its IGNORECASE flag, which JSON Schema has no way to say.
 Term = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TERM_CHARS),
@@ -89,7 +88,7 @@ def _refuse_nul(value: Any) -> Any:
     return value
 
 
-def _aware(value: datetime | None) -> datetime | None:
+def _in_utc(value: datetime | None) -> datetime | None:
     """A date-time in UTC: without a time zone it is taken as UTC (as the imports do); with one, it
     is converted. PostgreSQL refuses offsets beyond 15:59 that pydantic takes (up to 23:59), and
     a moment past year 9999 in UTC cannot be stored or compared; the answer then echoes the
@@ -220,13 +219,18 @@ class LessonPatch(StrictIn):
     external_id: str | None = Field(None, max_length=200)
 
 
+def _refuse_blank_items(values: list | None) -> None:
+    """A blank query-string value (`?tech_stack=`, `?person= `) would match no row, or be skipped
+    and match every one: it is refused, as a blank term is everywhere else."""
+    if values is not None and any(not str(value).strip() for value in values):
+        raise ValueError("a blank value matches nothing; leave the parameter out instead")
+
+
 def _lowercase(values):
-    """Query-string terms as stored ones are: trimmed, lowercase. A blank one (`?tech_stack=`)
-    would match no row: it is refused, as a blank term is everywhere else."""
+    """Query-string terms as stored ones are: trimmed, lowercase."""
     terms = [values] if isinstance(values, str) else values
     if isinstance(terms, list):
-        if any(not str(term).strip() for term in terms):
-            raise ValueError("a blank value matches nothing; leave the parameter out instead")
+        _refuse_blank_items(terms)
         cleaned = normalise_terms(terms)
         return cleaned[0] if isinstance(values, str) else cleaned
     return values
@@ -311,7 +315,7 @@ class MemoryIn(StrictIn):
     occurred_at: datetime | None = None
     external_id: str | None = Field(None, max_length=200)
 
-    _aware = field_validator("occurred_at")(_aware)
+    _in_utc = field_validator("occurred_at")(_in_utc)
 
 
 class MemoryPatch(StrictIn):
@@ -326,7 +330,7 @@ class MemoryPatch(StrictIn):
     occurred_at: datetime | None = None
     external_id: str | None = Field(None, max_length=200)
 
-    _aware = field_validator("occurred_at")(_aware)
+    _in_utc = field_validator("occurred_at")(_in_utc)
 
 
 class MemoryFilters(FilterSchema):
@@ -345,8 +349,7 @@ class MemoryFilters(FilterSchema):
     @field_validator("person")
     @classmethod
     def _no_blank_person(cls, names: list[str] | None) -> list[str] | None:
-        if names is not None and any(not name.strip() for name in names):
-            raise ValueError("a blank value matches nothing; leave the parameter out instead")
+        _refuse_blank_items(names)
         return names
 
     def filter_text(self, value: str | None) -> Q:
@@ -390,7 +393,7 @@ class SearchFiltersIn(StrictIn):
         return phase
     include_versions: bool = Field(False, description="Memories: also search earlier versions.")
 
-    _aware = field_validator("since", "until")(_aware)
+    _in_utc = field_validator("since", "until")(_in_utc)
 
     @field_validator("until")
     @classmethod
