@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Func, Q
+from django.utils.text import Truncator
 from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIMENSIONS = 384
@@ -329,7 +330,7 @@ class Memory(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
         return Memory.objects.filter(current_version__isnull=True) if self.current_version_id is None else None
 
     def __str__(self):
-        return self.content[:80]
+        return Truncator(self.content).chars(80)  # cut at 80 characters with an ellipsis
 
     @property
     def is_current(self) -> bool:

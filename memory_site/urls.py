@@ -9,6 +9,8 @@ from memory_site.api import api
 # request (`manage.py search`) never imports them (memory_site/apps.py).
 admin.autodiscover()
 
+handler403 = "lessons.admin.denied.permission_denied"
+
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin_urls()),

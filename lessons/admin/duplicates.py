@@ -10,9 +10,10 @@ from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.http import urlencode
 
 from lessons.admin.curation import back_to, chosen_team, page_context, post_int, refused, require, team_field
-from lessons.models import DuplicateKind, Lesson, Memory
+from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, Memory
 from lessons.selectors.curation import (
     DEFAULT_DUPLICATE_LIMIT,
     DEFAULT_DUPLICATE_THRESHOLD,
@@ -92,10 +93,21 @@ def _duplicates_view(model_admin, request, page: DuplicatesPage):
         similarity=1 - chosen["threshold"],
         limit=chosen["limit"],
         pairs=pairs,
+        can_dismiss=model_admin.has_change_permission(request),
+        dismissed=_dismissed_marks(team=team, kind=page.duplicate_kind) if team else None,
         can_merge=model_admin.has_change_permission(request) and model_admin.has_delete_permission(request),
         kind=page.kind,
     )
     return TemplateResponse(request, f"admin/lessons/{page.kind}/duplicates.html", context)
+
+
+def _dismissed_marks(*, team, kind: str) -> dict:
+    """How many pairs of this team are marked "not a duplicate", and where to take a mark back."""
+    query = urlencode({"kind__exact": kind, "team__id__exact": team.pk})
+    return {
+        "count": DuplicateDismissal.objects.filter(team=team, kind=kind).count(),
+        "url": f"{reverse('admin:lessons_duplicatedismissal_changelist')}?{query}",
+    }
 
 
 def _action(model_admin, request, page: DuplicatesPage):
@@ -123,7 +135,9 @@ def _action(model_admin, request, page: DuplicatesPage):
         except ValidationError as error:
             refused(request, error)
         else:
-            messages.success(request, f"“{rows[first]}” and “{rows[second]}” are marked as not duplicates.")
+            messages.success(
+                request, f"#{first} “{rows[first]}” and #{second} “{rows[second]}” are marked as not duplicates."
+            )
         return back_to(request, fallback)
     if action == "merge":
         require(model_admin.has_change_permission(request) and model_admin.has_delete_permission(request))
@@ -164,7 +178,8 @@ def _merge_memories(request, memories: dict, first: int, second: int, fallback: 
     except (ValidationError, ObjectDoesNotExist) as error:
         refused(request, error)
     else:
-        messages.success(request, f"Merged memory #{other_id} into #{kept.pk} “{kept}”.")
+        messages.success(request, f"Merged memory #{other_id} into #{kept.pk} “{kept}”; #{other_id} is deleted "
+                                  "with its versions")  # no full stop: the memory's text may end with one
     return back_to(request, fallback)
 
 

@@ -44,7 +44,7 @@ class EmbeddingAdminMixin:
         return EmbeddingStatus(status).label if status else "-"
 
 
-    @admin.action(description="Re-embed selected (in the background)")
+    @admin.action(description="Re-embed selected (in the background)", permissions=["change"])
     def reembed_selected(self, request, queryset):
         ids = list(queryset.values_list("pk", flat=True))
         job = embedding_job_enqueue(kind=embedding_kind(queryset.model()), ids=ids)

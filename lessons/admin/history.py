@@ -15,6 +15,9 @@ from lessons.services import curation as curation_services
 
 
 def restore_version_view(model_admin, request, memory_id: int, version_id: int):
+    if request.method in ("GET", "HEAD"):  # a link opened in a tab: the history has the button
+        messages.info(request, "Restoring is a button in the memory's history: press it there.")
+        return HttpResponseRedirect(reverse("admin:lessons_memory_change", args=[memory_id]) + "#history")
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     memory = get_object_or_404(Memory, pk=memory_id, current_version__isnull=True)

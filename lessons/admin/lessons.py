@@ -61,7 +61,7 @@ class LessonAdmin(
     def delete_queryset(self, request, queryset):
         lesson_services.lesson_delete_many(lessons=queryset)
 
-    @admin.action(description="Accept selected proposals…")
+    @admin.action(description="Accept selected proposals…", permissions=["change"])
     def accept_selected(self, request, queryset):
         """Asks first, listing what will change; only proposals are accepted."""
         selected = list(queryset.select_related("team").order_by("title"))
@@ -88,7 +88,7 @@ class LessonAdmin(
         }
         return TemplateResponse(request, "admin/lessons/lesson/accept_confirmation.html", context)
 
-    @admin.action(description="Reject selected proposals")
+    @admin.action(description="Reject selected proposals", permissions=["change"])
     def reject_selected(self, request, queryset):
         selected = list(queryset.values_list("pk", flat=True))
         rejected = lesson_services.lesson_reject_proposals(lesson_ids=selected)

@@ -1,5 +1,7 @@
-from django.contrib import admin
-from django.urls import path
+from django.contrib import admin, messages
+from django.contrib.admin.actions import delete_selected as django_delete_selected
+from django.http import HttpResponseRedirect
+from django.urls import path, reverse
 
 from lessons.admin.common import ReadableInputsMixin, TeamChosenOnceMixin, WideChangeListMixin, changed_values
 from lessons.admin.duplicates import memory_duplicates_view
@@ -43,7 +45,7 @@ class MemoryAdmin(
         "version", "created_at", "updated_at", "embedding_status", "embedding_model", "embedded_at", "content_hash",
         *USAGE_FIELDS,
     )
-    actions = ("reembed_selected",)
+    actions = ("delete_selected", "reembed_selected")
     fieldsets = (
         (None, {"fields": ("team", "external_id", "content", "details")}),
         ("About", {"fields": ("categories", "importance", "people", "emotions", "occurred_at")}),
@@ -72,17 +74,26 @@ class MemoryAdmin(
 
     # An earlier version is deleted with its memory, never alone: that left a gap in the history
     # ("Version 1 ... Version 3", diffed against version 1). Its page has no delete button, and a
-    # delete that names one (its URL, the bulk action) is refused on the confirmation page.
+    # delete that names one (its URL, the bulk action) is turned back with a message saying why.
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None and not obj.is_current:
             context["show_delete"] = False
         return super().render_change_form(request, context, add, change, form_url, obj)
 
-    def get_deleted_objects(self, objs, request):
-        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
-        if any(not memory.is_current for memory in objs):
-            perms_needed = {*perms_needed, "earlier versions on their own (delete their memory instead)"}
-        return deleted, model_count, perms_needed, protected
+    def delete_view(self, request, object_id, extra_context=None):
+        memory = self.get_object(request, object_id)
+        if memory is not None and not memory.is_current:
+            self.message_user(request, _earlier_versions_kept([memory]), messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:lessons_memory_change", args=[memory.pk]))
+        return super().delete_view(request, object_id, extra_context)
+
+    @admin.action(description=django_delete_selected.short_description, permissions=["delete"])
+    def delete_selected(self, request, queryset):
+        earlier = list(queryset.filter(current_version__isnull=False).order_by("pk"))
+        if earlier:
+            self.message_user(request, _earlier_versions_kept(earlier), messages.ERROR)
+            return None
+        return django_delete_selected(self, request, queryset)
 
     def save_model(self, request, obj, form, change):
         fields = {name: form.cleaned_data[name] for name in memory_services.EDITABLE_FIELDS if name in form.cleaned_data}
@@ -110,3 +121,13 @@ class MemoryAdmin(
             ),
             *super().get_urls(),
         ]
+
+
+def _earlier_versions_kept(versions: list[Memory]) -> str:
+    named = ", ".join(f"version {version.version} of memory #{version.current_version_id}" for version in versions)
+    memories = ", ".join(dict.fromkeys(f"#{version.current_version_id}" for version in versions))
+    if len(versions) == 1:
+        return (f"Nothing was deleted: {named} is part of its memory's history, kept as long as the memory is. "
+                f"To remove it, delete the memory ({memories}) with its versions.")
+    return (f"Nothing was deleted: {named} are part of their memories' history, kept as long as the memories "
+            f"are. To remove them, delete the memories ({memories}) with their versions.")

@@ -10,10 +10,12 @@ the engine's `search()`, the same call the API makes, with explanations.
 from django import forms
 from django.conf import settings
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 
 from lessons.models import LessonStatus
 from lessons.search import FUSIONS, KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest
+from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.types import MAX_CONTEXT_CHARS, MAX_QUERY_CHARS
 from lessons.selectors.admin_search import PlaygroundSetting, admin_teams, playground_compare
 
@@ -91,10 +93,12 @@ class PlaygroundForm(forms.Form):
 
     DEFAULTS = {"kind": "lessons", "mode": "hybrid", "fusion": "weighted", "b_fusion": "weighted", "limit": 10}
 
-    def __init__(self, *args, teams, **kwargs):
+    def __init__(self, *args, teams, kinds=KINDS, **kwargs):
         super().__init__(*args, **kwargs)
         self.teams = {team.slug: team for team in teams}
         self.fields["team"].choices = [(slug, slug) for slug in self.teams]
+        self.fields["kind"].choices = [(kind, kind) for kind in kinds]  # those this curator may view
+        self.defaults = {**self.DEFAULTS, "kind": kinds[0]}
         for name in PARTS:
             default = settings.SEARCH_WEIGHTS.get(name, 0.0)
             for prefix in ("w_", "b_w_"):
@@ -102,7 +106,7 @@ class PlaygroundForm(forms.Form):
 
     def clean(self):
         cleaned = super().clean()
-        for name, default in self.DEFAULTS.items():
+        for name, default in self.defaults.items():
             if cleaned.get(name) in (None, ""):
                 cleaned[name] = default
         for prefix, mode in (("w_", cleaned.get("mode")), ("b_w_", cleaned.get("b_mode") or cleaned.get("mode"))):
@@ -154,15 +158,27 @@ def _initial_team(teams) -> str | None:
     return "demo" if "demo" in slugs else (slugs[0] if slugs else None)
 
 
+def viewable_kinds(request) -> list[str]:
+    """The kinds this curator may read in the lists; the playground shows the same texts, so it
+    asks the same question (view or change permission on the model)."""
+    return [
+        kind for kind in KINDS
+        if admin.site.get_model_admin(SEARCH_KINDS[kind].model).has_view_or_change_permission(request)
+    ]
+
+
 def search_playground(request):
+    kinds = viewable_kinds(request)
+    if not kinds:
+        raise PermissionDenied
     teams = list(admin_teams(include_evaluation=True))
-    initial = {"team": _initial_team(teams), "kind": "lessons", "mode": "hybrid", "b_mode": "text", "limit": 10}
+    initial = {"team": _initial_team(teams), "kind": kinds[0], "mode": "hybrid", "b_mode": "text", "limit": 10}
     if request.GET:
         data = request.GET.copy()
         data.setdefault("team", initial["team"] or "")
-        form = PlaygroundForm(data, teams=teams)
+        form = PlaygroundForm(data, teams=teams, kinds=kinds)
     else:
-        form = PlaygroundForm(initial=initial, teams=teams)
+        form = PlaygroundForm(initial=initial, teams=teams, kinds=kinds)
     runs = []
     searched = form.is_bound and form.is_valid()
     if searched:
@@ -179,7 +195,7 @@ def search_playground(request):
         "form": form,
         "runs": runs,
         "searched": searched,
-        "kind": form.cleaned_data.get("kind") if searched else "lessons",
+        "kind": form.cleaned_data.get("kind") if searched else kinds[0],
         "part_names": PARTS,
     }
     return TemplateResponse(request, "admin/lessons/search_playground.html", context)

@@ -93,7 +93,8 @@ def lesson_merge(*, keep: Lesson, merged: list[Lesson], text_from: Lesson | None
     foreign = [lesson.pk for lesson in others if lesson.team_id != kept.team_id]
     if foreign:
         raise ValidationError(
-            {"merged": f"Lesson(s) {', '.join(map(str, foreign))} belong to another team; a merge stays within one team."}
+            {"merged": f"Lesson(s) {', '.join(map(str, foreign))} belong to another team than lesson {kept.pk}; "
+                       "a merge stays within one team."}
         )
 
     source = rows[text_from_id]
@@ -140,7 +141,9 @@ def memory_merge(*, keep: Memory, merged: Memory) -> Memory:
         raise ValidationError({"merged": f"Memory {merged.pk} no longer exists."})
     kept, other = rows[keep.pk], rows[merged.pk]
     if kept.team_id != other.team_id:
-        raise ValidationError({"merged": f"Memory {other.pk} belongs to another team; a merge stays within one team."})
+        raise ValidationError(
+            {"merged": f"Memory {other.pk} belongs to another team than memory {kept.pk}; a merge stays within one team."}
+        )
     for memory in (kept, other):
         if not memory.is_current:
             raise ValidationError({"merged": f"Memory {memory.pk} is an earlier version; merge current memories."})
@@ -179,9 +182,20 @@ def duplicate_dismiss(*, team: Team, kind: str, first_id: int, second_id: int) -
     found = set(rows.filter(pk__in=[low, high]).values_list("pk", flat=True))
     unknown = [pk for pk in (low, high) if pk not in found]
     if unknown:
-        raise ValidationError({"ids": f"{kind.capitalize()} {unknown[0]} does not exist."})
+        raise ValidationError({"ids": _not_pairable(kind=kind, team=team, row_id=unknown[0])})
     dismissal, _ = DuplicateDismissal.objects.get_or_create(team=team, kind=kind, low_id=low, high_id=high)
     return dismissal
+
+
+def _not_pairable(*, kind: str, team: Team, row_id: int) -> str:
+    """Why a row cannot be one of `team`'s pairs: gone, another team's, or an earlier version."""
+    model = Lesson if kind == DuplicateKind.LESSON else Memory
+    row = model.objects.filter(pk=row_id).first()
+    if row is None:
+        return f"{kind.capitalize()} {row_id} does not exist."
+    if row.team_id != team.pk:
+        return f"{kind.capitalize()} {row_id} belongs to another team; a pair is two rows of one team."
+    return f"Memory {row_id} is an earlier version; only current memories pair up."
 
 
 @transaction.atomic

@@ -119,7 +119,12 @@ def test_restore_needs_a_post_and_an_earlier_version_of_that_memory(admin_client
     version = Memory.objects.get(current_version=memory)
     other = memory_create(team=team, content="Another memory")
     url = reverse("admin:lessons_memory_restore_version", args=[memory.pk, version.pk])
-    assert admin_client.get(url).status_code == 405
+    opened = admin_client.get(url, follow=True)  # a link opened in a tab: to the history's button, unchanged
+    assert opened.redirect_chain[-1][0].endswith(f"/{memory.pk}/change/#history")
+    assert any("button in the memory's history" in text for text in messages_of(opened))
+    assert admin_client.put(url).status_code == 405
+    memory.refresh_from_db()
+    assert memory.version == 2
     wrong = reverse("admin:lessons_memory_restore_version", args=[other.pk, version.pk])
     assert admin_client.post(wrong).status_code == 404
     response = admin_client.post(url)
