@@ -142,7 +142,8 @@ def memory_merge(*, keep: Memory, merged: Memory) -> Memory:
     kept, other = rows[keep.pk], rows[merged.pk]
     if kept.team_id != other.team_id:
         raise ValidationError(
-            {"merged": f"Memory {other.pk} belongs to another team than memory {kept.pk}; a merge stays within one team."}
+            {"merged": f"Memory {other.pk} belongs to another team than memory {kept.pk}; "
+                       "a merge stays within one team."}
         )
     for memory in (kept, other):
         if not memory.is_current:
