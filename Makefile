@@ -22,7 +22,7 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $@
 
-install: $(VENV)/.installed $(CHROMIUM)
+install: $(VENV)/.installed
 
 # The model is exported to ONNX and verified against torch once, here: searches never load torch.
 .data/onnx/.exported: $(VENV)/.installed
@@ -45,6 +45,7 @@ run: bootstrap
 serve: export DJANGO_DEBUG = 0
 serve: export DJANGO_SECURE_SSL_REDIRECT ?= 0
 serve: install
+	$(PY) gunicorn.conf.py
 	$(PY) manage.py migrate --no-input
 	$(VENV)/bin/gunicorn --config gunicorn.conf.py
 
@@ -53,7 +54,8 @@ worker: export DJANGO_DEBUG = 0
 worker: install
 	$(PY) manage.py db_worker
 
-test: install
+# Only the tests need a browser: a production host running `make serve` never installs one.
+test: install $(CHROMIUM)
 	DJANGO_DEBUG=1 $(PY) -m pytest
 
 clean-data:

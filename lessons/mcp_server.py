@@ -89,7 +89,7 @@ def build_server(*, team: Team) -> Server:
         except IntegrityError as error:
             return _error(errors.conflict(error))
         except DatabaseError as error:
-            logger.error("database unavailable: %s", error)
+            logger.error("database unavailable: %s", " ".join(str(error).split()))
             return _error(errors.database_unavailable(error))
         except Exception as error:  # an agent gets a tool error, never a dead session; the log has the trace
             logger.exception("tool %s failed", params.name)

@@ -59,7 +59,11 @@ def _answer(request, body: dict, status: int):
 def invalid_input(request, exc: NinjaValidationError):
     if not request.body.strip() and any(error["loc"][:1] == ("body",) for error in exc.errors):
         # No body at all is not JSON (400), rather than a JSON object missing its fields (422).
-        return _answer(request, errors.field_error("body", "the body is empty; send a JSON object"), 400)
+        message = "the body is empty; send a JSON object"
+        if "chunked" in request.headers.get("Transfer-Encoding", "").lower():
+            # WSGI reads a body by its Content-Length; a chunked one arrives as nothing
+            message = "a chunked body (Transfer-Encoding: chunked) is not read here; send it with a Content-Length"
+        return _answer(request, errors.field_error("body", message), 400)
     return _answer(request, errors.ninja_validation_errors(exc.errors), 422)
 
 
@@ -121,7 +125,7 @@ def conflict(request, exc: IntegrityError):
 @api.exception_handler(OperationalError)
 @api.exception_handler(InterfaceError)
 def database_down(request, exc: DatabaseError):
-    logger.error("database unavailable: %s", exc)
+    logger.error("database unavailable: %s", " ".join(str(exc).split()))  # one log line, not three
     return _answer(request, errors.database_unavailable(exc), 503)
 
 

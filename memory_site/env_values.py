@@ -70,3 +70,36 @@ def number(
         raise ImproperlyConfigured(f"{name}: {raw!r} is not a finite number")
     _bounded(name, value, low, high, above)
     return value
+
+
+def choice(name: str, *, default: str, choices: tuple[str, ...], upper: bool = False) -> str:
+    """One of `choices` (compared in lowercase, or uppercase with `upper`: log levels); unset or
+    empty: default."""
+    raw = _raw(name)
+    if not raw:
+        return default
+    value = raw.upper() if upper else raw.lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}: {raw!r} is not one of {', '.join(choices)}")
+    return value
+
+
+POSTGRES_SCHEMES = ("postgres", "postgresql", "pgsql", "postgis")
+
+
+def database_from_url(url: str) -> dict:
+    """DATABASE_URL as a Django DATABASES entry (django-environ reads it), refused in one line when
+    it cannot work: another database than PostgreSQL (its driver's import then aborted the process),
+    a port out of range (a ValueError deep in urllib)."""
+    import environ
+
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme not in POSTGRES_SCHEMES:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL: {scheme + '://' if scheme else 'no scheme'} is not PostgreSQL; this store needs "
+            "PostgreSQL with pgvector: postgres://USER:PASSWORD@HOST:PORT/NAME"
+        )
+    try:
+        return environ.Env.db_url_config(url)
+    except (ValueError, KeyError) as error:
+        raise ImproperlyConfigured(f"DATABASE_URL: cannot be read ({error})") from error

@@ -8,7 +8,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from memory_site.env_values import flag, number, whole_number
+from memory_site.env_values import choice, database_from_url, flag, number, whole_number
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -18,16 +18,32 @@ if (BASE_DIR / ".env").exists():
 
 DEBUG = flag("DJANGO_DEBUG", default=False)
 
-if DEBUG:
-    SECRET_KEY = env("DJANGO_SECRET_KEY", default="django-insecure-development-only-key")
-else:
-    try:
-        SECRET_KEY = env("DJANGO_SECRET_KEY")
-    except ImproperlyConfigured as error:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.") from error
+MIN_SECRET_KEY_CHARS = 50  # Django's own deploy check (security.W009) asks for 50
 
-ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"] if DEBUG else [])
+if DEBUG:
+    SECRET_KEY = env("DJANGO_SECRET_KEY", default="") or "django-insecure-development-only-key"
+else:
+    # Refused here, not at the first request: a blank secret used to start a server whose every
+    # answer was a 500 that nothing logged (Django raises only when it first signs a cookie).
+    SECRET_KEY = env("DJANGO_SECRET_KEY", default="").strip()
+    if len(SECRET_KEY) < MIN_SECRET_KEY_CHARS:
+        raise ImproperlyConfigured(
+            f"DJANGO_SECRET_KEY: {'must be set' if not SECRET_KEY else f'has {len(SECRET_KEY)} characters'} "
+            f"when DJANGO_DEBUG is off (at least {MIN_SECRET_KEY_CHARS} random characters: "
+            "python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
+
+ALLOWED_HOSTS = [host for host in env.list("DJANGO_ALLOWED_HOSTS", default=[]) if host.strip()] or (
+    ["127.0.0.1", "localhost"] if DEBUG else []
+)
+if not DEBUG and not ALLOWED_HOSTS:
+    # Without it every request is a bare 400 "Bad Request", also the load balancer's health check.
+    raise ImproperlyConfigured(
+        "DJANGO_ALLOWED_HOSTS must name the host names this server answers to when DJANGO_DEBUG is off "
+        "(comma-separated: memory.example.org,localhost)"
+    )
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_FAILURE_VIEW = "memory_site.error_pages.csrf_failure"  # JSON under /api/
 
 INSTALLED_APPS = [
     "memory_site.apps.AdminConfig",  # django.contrib.admin, its modules loaded with the URLconf
@@ -44,6 +60,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "memory_site.security.HttpsRedirectKeepsTheMethodMiddleware",  # 308, not 301, for a POST over HTTP
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -121,9 +138,13 @@ WSGI_APPLICATION = "memory_site.wsgi.application"
 # Not set: an embedded PostgreSQL 18 + pgvector whose data lives in EMBEDDED_POSTGRES_DIR.
 EMBEDDED_POSTGRES_DIR = Path(env("EMBEDDED_POSTGRES_DIR", default=str(BASE_DIR / ".data" / "postgres")))
 if env("DATABASE_URL", default=""):
-    DATABASES = {"default": env.db("DATABASE_URL")}
+    DATABASES = {"default": database_from_url(env("DATABASE_URL"))}
 else:
     from memory_site.embedded_db import embedded_database_settings
+
+    if EMBEDDED_POSTGRES_DIR.exists() and not EMBEDDED_POSTGRES_DIR.is_dir():
+        raise ImproperlyConfigured(f"EMBEDDED_POSTGRES_DIR: {EMBEDDED_POSTGRES_DIR} is a file; name a folder for "
+                                   "the embedded PostgreSQL's data (it is created if missing)")
 
     DATABASES = {"default": embedded_database_settings(
         data_dir=EMBEDDED_POSTGRES_DIR,
@@ -169,9 +190,9 @@ EMBEDDING_BACKEND = {
     "QUERY_THREADS": whole_number("EMBEDDING_QUERY_THREADS", default=1, low=1, high=256),
     # Search queries run through ONNX Runtime ("onnx": 9 ms instead of torch's 22 ms a query here,
     # same vectors); "torch" turns that off. The exported graph is cached in ONNX_DIR.
-    "QUERY_RUNTIME": env("EMBEDDING_QUERY_RUNTIME", default="onnx"),
+    "QUERY_RUNTIME": choice("EMBEDDING_QUERY_RUNTIME", default="onnx", choices=("onnx", "torch")),
     # Documents (saves, backfill): "torch" or "onnx" (the same graph; see README, Embeddings).
-    "DOCUMENT_RUNTIME": env("EMBEDDING_DOCUMENT_RUNTIME", default="onnx"),
+    "DOCUMENT_RUNTIME": choice("EMBEDDING_DOCUMENT_RUNTIME", default="onnx", choices=("onnx", "torch")),
     "ONNX_DIR": env("EMBEDDING_ONNX_DIR", default=str(BASE_DIR / ".data" / "onnx")),
 }
 # A server (memory_site/wsgi.py) loads the model on a background thread as it starts.
@@ -194,13 +215,24 @@ TASKS = {
     }
 }
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"without_traceback": {"()": "memory_site.log_filters.WithoutTraceback"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "console_brief": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["without_traceback"]},
+    },
     "loggers": {
-        "lessons": {"handlers": ["console"], "level": env("LESSONS_LOG_LEVEL", default="INFO")},
+        "lessons": {"handlers": ["console"], "level": choice("LESSONS_LOG_LEVEL", default="INFO", choices=LOG_LEVELS,
+                                                             upper=True)},
+        # Django's own 500s (a view's traceback) and security warnings (a wrong Host header, a CSRF
+        # failure): by default Django prints them only in DEBUG and mails them to ADMINS otherwise,
+        # so with DEBUG off and no ADMINS they went nowhere. In DEBUG its 4xx warnings too.
+        "django.request": {"handlers": ["console"], "level": "WARNING" if DEBUG else "ERROR", "propagate": False},
+        "django.security": {"handlers": ["console_brief"], "level": "WARNING", "propagate": False},
         "embedded_postgres": {"level": "WARNING"},
     },
 }

@@ -9,6 +9,7 @@ from memory_site.api import api
 # request (`manage.py search`) never imports them (memory_site/apps.py).
 admin.autodiscover()
 
+handler400 = "memory_site.error_pages.bad_request"
 handler403 = "lessons.admin.denied.permission_denied"
 
 urlpatterns = [

@@ -2,10 +2,14 @@
 ready for traffic. Counts only: no team, key or row is named, so the answer is safe to show
 without authentication."""
 
+import logging
+
 from django.db import DatabaseError, connection
 
 from lessons.embedding import get_embedding_backend, warm_up_in_background
 from lessons.selectors.embeddings import embedding_coverage
+
+logger = logging.getLogger(__name__)
 
 
 def database_status() -> dict:
@@ -14,8 +18,10 @@ def database_status() -> dict:
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = cursor.fetchone()
     except DatabaseError as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        return {"ok": False, "reason": reason}
+        # The answer is public: it says what kind of fault, the log says where (host, port,
+        # socket path and the driver's words, on one line).
+        logger.error("health: the database does not answer: %s", " ".join(str(error).split()) or type(error).__name__)
+        return {"ok": False, "reason": f"{type(error).__name__}: the database does not answer (the server's log says why)"}
     return {"ok": True, "pgvector": row[0] if row else None}
 
 

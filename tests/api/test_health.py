@@ -31,7 +31,7 @@ def test_health_reports_database_model_and_coverage(team):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_database_down_is_503_with_a_reason(team):
+def test_database_down_is_503_with_a_reason(team, caplog):
     _, raw_key = api_key_create(team=team, name="agent")
     real_name = connection.settings_dict["NAME"]
     connection.close()
@@ -45,7 +45,11 @@ def test_database_down_is_503_with_a_reason(team):
     assert health.status_code == 503
     assert health.json()["status"] == "unavailable" and health.json()["ready"] is False
     assert health.json()["reason"].startswith("database unavailable")
-    assert "memory_store_no_such_database" in health.json()["database"]["reason"]
+    # The public answer names the kind of fault; where (the server, the database's name) is in the log.
+    assert "memory_store_no_such_database" not in health.content.decode()
+    assert health.json()["database"]["reason"].startswith("OperationalError: the database does not answer")
+    logged = [record.getMessage() for record in caplog.records if record.name == "lessons.selectors.health"]
+    assert any("memory_store_no_such_database" in line and "\n" not in line for line in logged), logged
     assert listing.status_code == 503
     assert "database is unavailable" in listing.json()["detail"]
 
@@ -70,3 +74,17 @@ def test_not_ready_while_the_model_loads_and_when_it_is_off(settings):
     body = JsonClient().get("/health").json()
     assert (body["ready"], body["status"]) == (False, "degraded")
     assert "EMBEDDINGS_ENABLED=0" in body["reason"]
+
+
+def test_a_chunked_body_is_named_rather_than_called_empty(db, team):
+    from lessons.services.api_keys import api_key_create
+
+    _, raw_key = api_key_create(team=team, name="agent")
+    response = JsonClient(raw_key).client.post(
+        "/api/v1/search", b"", content_type="application/json", HTTP_TRANSFER_ENCODING="chunked"
+    )
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        {"field": "body", "message": "a chunked body (Transfer-Encoding: chunked) is not read here; "
+                                     "send it with a Content-Length"}
+    ]

@@ -87,6 +87,10 @@ def test_after_migrate_the_same_command_works(pg):
     ("SEARCH_BM25_K1", "1x2", "SEARCH_BM25_K1: '1x2' is not a finite number"),
     ("SEARCH_HNSW_EF_SEARCH", "-5", "SEARCH_HNSW_EF_SEARCH: -5 is out of range; use 1 to 1000"),
     ("EMBEDDINGS_ENABLED", "flase", "EMBEDDINGS_ENABLED: 'flase' is not a switch"),
+    ("LESSONS_LOG_LEVEL", "LOUD", "LESSONS_LOG_LEVEL: 'LOUD' is not one of DEBUG"),
+    ("EMBEDDING_QUERY_RUNTIME", "gpu", "EMBEDDING_QUERY_RUNTIME: 'gpu' is not one of onnx, torch"),
+    ("DATABASE_URL", "mysql://u:p@localhost/db", "DATABASE_URL: mysql:// is not PostgreSQL"),
+    ("DATABASE_URL", "postgres://u:p@127.0.0.1:99999/db", "DATABASE_URL: cannot be read (Port out of range"),
 ])
 def test_a_setting_the_environment_got_wrong_is_one_line_naming_it(setting, value, words):
     url = f"postgres://nobody:secret@127.0.0.1:{free_port()}/memory_store"
@@ -95,3 +99,21 @@ def test_a_setting_the_environment_got_wrong_is_one_line_naming_it(setting, valu
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert f"search: a setting is wrong: {words}" in result.stderr
+
+
+def test_an_embedded_data_folder_that_is_a_file_is_one_line(tmp_path):
+    not_a_folder = tmp_path / "notes.txt"
+    not_a_folder.write_text("a file")
+    env = {key: value for key, value in project_env("").items() if key != "DATABASE_URL"}
+    result = manage("purge_searches", "--dry-run", env={**env, "EMBEDDED_POSTGRES_DIR": str(not_a_folder)},
+                    check=False, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"EMBEDDED_POSTGRES_DIR: {not_a_folder} is a file; name a folder" in result.stderr
+
+
+def test_a_dry_run_backfill_against_no_server_says_the_database_is_unavailable():
+    url = f"postgres://nobody:secret@127.0.0.1:{free_port()}/memory_store"
+    result = manage("backfill_embeddings", "--dry-run", env=project_env(url), check=False, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "backfill_embeddings: the database is unavailable" in result.stderr
+    assert "connection was lost" not in result.stderr  # it never had one

@@ -73,3 +73,25 @@ def test_an_unexpected_error_answers_without_a_traceback(settings, team, monkeyp
     body = response.content.decode()
     assert response.status_code == 500
     assert "Traceback" not in body and "secret internals" not in body and "engine.py" not in body
+
+
+@pytest.mark.django_db
+def test_requests_django_turns_away_get_json_under_the_api(settings):
+    settings.DEBUG = False
+    wrong_host = Client(HTTP_HOST="evil.example").get("/api/v1/health")
+    assert wrong_host.status_code == 400 and wrong_host["Content-Type"] == "application/json"
+    assert wrong_host.json()["detail"].startswith("bad request: the Host header names no host")
+    assert Client(HTTP_HOST="evil.example").get("/admin/login/")["Content-Type"].startswith("text/html")
+    no_token = Client(enforce_csrf_checks=True).post("/api/v1/docs")  # a page, not an operation
+    assert no_token.status_code == 403 and "CSRF token" in no_token.json()["detail"]
+    assert "text/html" in Client(enforce_csrf_checks=True).post("/admin/login/")["Content-Type"]
+
+
+@pytest.mark.django_db
+def test_the_https_redirect_keeps_a_posts_method(settings):
+    settings.SECURE_SSL_REDIRECT = True
+    posted = Client().post("/api/v1/search", "{}", content_type="application/json")
+    assert posted.status_code == 308 and posted["Location"] == "https://testserver/api/v1/search"
+    assert Client().get("/api/v1/health").status_code == 301  # a GET may keep Django's 301
+    secure = Client().post("/api/v1/search", "{}", content_type="application/json", secure=True)
+    assert secure.status_code == 401  # over HTTPS it is answered (here: no key)

@@ -4,7 +4,7 @@ misreading (django-environ reads `1x2` as 12.0 and `flase` as off)."""
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from memory_site.env_values import flag, number, whole_number
+from memory_site.env_values import choice, database_from_url, flag, number, whole_number
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -71,3 +71,30 @@ def test_a_switch_misspelt_is_refused_not_read_as_off(monkeypatch, raw):
     monkeypatch.setenv("X_FLAG", raw)
     with pytest.raises(ImproperlyConfigured, match=rf"^X_FLAG: '{raw}' is not a switch"):
         flag("X_FLAG", default=True)
+
+
+def test_a_choice_is_compared_without_case_and_anything_else_is_refused(monkeypatch):
+    monkeypatch.setenv("X_LEVEL", "debug")
+    assert choice("X_LEVEL", default="INFO", choices=("DEBUG", "INFO"), upper=True) == "DEBUG"
+    monkeypatch.setenv("X_LEVEL", "LOUD")
+    with pytest.raises(ImproperlyConfigured, match=r"^X_LEVEL: 'LOUD' is not one of DEBUG, INFO$"):
+        choice("X_LEVEL", default="INFO", choices=("DEBUG", "INFO"), upper=True)
+    monkeypatch.setenv("X_RUNTIME", "gpu")
+    with pytest.raises(ImproperlyConfigured, match=r"^X_RUNTIME: 'gpu' is not one of onnx, torch$"):
+        choice("X_RUNTIME", default="onnx", choices=("onnx", "torch"))
+
+
+@pytest.mark.parametrize("url, message", [
+    ("mysql://u:p@localhost/db", "DATABASE_URL: mysql:// is not PostgreSQL"),  # its driver's import aborted
+    ("localhost/db", "DATABASE_URL: no scheme is not PostgreSQL"),
+    ("postgres://u:p@127.0.0.1:99999/db", r"DATABASE_URL: cannot be read \(Port out of range"),
+])
+def test_a_database_url_that_cannot_work_is_refused_in_one_line(url, message):
+    with pytest.raises(ImproperlyConfigured, match=message):
+        database_from_url(url)
+
+
+def test_a_postgres_url_reads_as_django_needs_it():
+    config = database_from_url("postgres://bob:s3cret@db.example:6543/memory")
+    assert (config["ENGINE"], config["NAME"], config["USER"], config["HOST"], config["PORT"]) == (
+        "django.db.backends.postgresql", "memory", "bob", "db.example", 6543)

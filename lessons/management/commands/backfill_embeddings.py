@@ -59,16 +59,14 @@ class Command(BaseCommand):
         except EmbeddingUnavailable as error:
             raise CommandError(f"the embedding model is unavailable, nothing was embedded: {error}") from error
         except (OperationalError, InterfaceError) as error:
+            if written["total"] is None:  # never reached it, or lost it before the first batch
+                raise  # manage.py says "the database is unavailable" with what to check, as every command does
             # The server went away (crash, restart, network): each batch is committed on its own,
             # so what was written is kept and a re-run embeds only the rest.
             reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            done = (
-                f"after {written['rows']} of {written['total']} row(s) were written"
-                if written["total"] is not None
-                else "before any row was written"
-            )
             raise CommandError(
-                f"the database connection was lost {done} ({reason}); every finished batch is committed "
+                f"the database connection was lost after {written['rows']} of {written['total']} row(s) were "
+                f"written ({reason}); every finished batch is committed "
                 "and kept: run backfill_embeddings again to embed the rest."
             ) from error
         finally:
