@@ -57,3 +57,15 @@ class InterruptedOnMemoriesBackend(HashingBackend):
         if any("Sundays" in text for text in texts):
             raise KeyboardInterrupt
         return super()._encode(texts)
+
+
+class InterruptedOnMarkerBackend(HashingBackend):
+    """Behaves as if the operator pressed Ctrl-C while a batch holding a text that says
+    "INTERRUPT HERE" encodes (what an import's embedding step meets in development)."""
+
+    model_name = "test/interrupted-on-marker"
+
+    def _encode(self, texts):
+        if any("INTERRUPT HERE" in text for text in texts):
+            raise KeyboardInterrupt
+        return super()._encode(texts)

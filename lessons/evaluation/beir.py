@@ -102,6 +102,8 @@ def _string(path: Path, number: int, data: dict, name: str, *, required: bool) -
         return str(value)
     if not isinstance(value, str) or (required and not value.strip()):
         raise DatasetError(f"{path}:{number}: {name}: expected a non-empty string")
+    if "\x00" in value:  # PostgreSQL stores no NUL in text: refused here, with its line, before any row is written
+        raise DatasetError(f"{path}:{number}: {name}: contains a NUL character (\\u0000), which cannot be stored")
     return value
 
 
@@ -118,12 +120,11 @@ def read_corpus(path: Path) -> list[Document]:
         doc_id = _string(path, number, data, "_id", required=True)
         if doc_id in documents:
             raise DatasetError(f"{path}:{number}: _id {doc_id!r} appears twice")
-        documents[doc_id] = Document(
-            id=doc_id,
-            title=_string(path, number, data, "title", required=False),
-            text=_string(path, number, data, "text", required=False),
-            metadata=_metadata(path, number, data),
-        )
+        title = _string(path, number, data, "title", required=False)
+        text = _string(path, number, data, "text", required=False)
+        if not title.strip() and not text.strip():  # a row needs a title (or content) to be stored
+            raise DatasetError(f"{path}:{number}: _id {doc_id!r}: both title and text are empty")
+        documents[doc_id] = Document(id=doc_id, title=title, text=text, metadata=_metadata(path, number, data))
     if not documents:
         raise DatasetError(f"{path}: no documents")
     return list(documents.values())

@@ -67,8 +67,13 @@ class GradedSet:
     never: tuple[NeverCheck, ...] = ()
 
 
+GRADED_FILES = ("lessons.jsonl", "queries.json")
+
+
 def is_graded_set(directory: Path) -> bool:
-    return (directory / "queries.json").is_file() and (directory / "lessons.jsonl").is_file()
+    """A folder with either of a graded set's files is read as one (a BEIR set has neither), so
+    a set missing the other is told which file is missing, not that it lacks a BEIR corpus."""
+    return any((directory / name).exists() for name in GRADED_FILES)
 
 
 def _strings(value, where: str) -> tuple[str, ...]:
@@ -103,8 +108,10 @@ def _lesson_ids(path: Path) -> set[str]:
 def read_graded_set(directory: str | Path) -> GradedSet:
     """Read and check a graded set; raises DatasetError naming the file and the entry at fault."""
     directory = Path(directory)
-    if not is_graded_set(directory):
-        raise DatasetError(f"{directory}: a graded set needs queries.json and lessons.jsonl")
+    missing = [name for name in GRADED_FILES if not (directory / name).is_file()]
+    if missing:
+        raise DatasetError(f"{directory}: a graded set needs lessons.jsonl and queries.json; "
+                           f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing")
     path = directory / "queries.json"
     try:
         spec = json.loads(path.read_text(encoding="utf-8"))
@@ -176,6 +183,7 @@ def graded_set_load(*, graded_set: GradedSet) -> tuple[Team, str]:
                               name=team_name(dataset_name=graded_set.name))
     with embeddings_deferred(), open(graded_set.lessons_path, encoding="utf-8") as lines:
         report = import_lessons(lines=lines, team_slug=team.slug)
+    report.stop_if_interrupted()  # a measure of half the set would be wrong
     if not report.ok:
         raise DatasetError(f"{graded_set.lessons_path}: " + "; ".join(f"line {n}: {why}" for n, why in report.errors[:5]))
     embedded = corpus_embed(team=team, kind="lessons")

@@ -19,11 +19,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.db import DataError, transaction
 from django.utils.text import slugify
 
 from lessons.embedding import EmbeddingUnavailable
-from lessons.evaluation.beir import Document
+from lessons.evaluation.beir import DatasetError, Document
 from lessons.models import Lesson, Memory, Team
 from lessons.services.embeddings import embedding_backfill, embeddings_deferred
 from lessons.services.keyword_index import keyword_impacts_refresh_if_drifted
@@ -228,7 +229,7 @@ def corpus_load(
             for start in range(0, len(operations), LOAD_CHUNK_ROWS):
                 with transaction.atomic():
                     for operation, target in operations[start:start + LOAD_CHUNK_ROWS]:
-                        outcome = operation(target)
+                        outcome = _named_on_failure(operation, target)
                         setattr(report, outcome, getattr(report, outcome) + 1)
                         bar.update(1)
     finally:
@@ -237,6 +238,17 @@ def corpus_load(
     # recomputed when it drifted (keyword.py; a team loaded before this was checked is caught up too).
     report.impacts_refreshed = sum(keyword_impacts_refresh_if_drifted(team=team, kinds=(kind,)).values())
     return report
+
+
+def _named_on_failure(operation, target) -> str:
+    """Run one load operation; a row the services or the database refuse names its document
+    (the chunk it was in rolls back, the chunks before it are kept)."""
+    try:
+        return operation(target)
+    except (ValidationError, DataError) as error:
+        name = target if isinstance(target, str) else getattr(target, "external_id", target)
+        reason = "; ".join(error.messages) if isinstance(error, ValidationError) else str(error).splitlines()[0]
+        raise DatasetError(f"document {name!r} cannot be stored: {reason}") from error
 
 
 def corpus_embed(*, team: Team, kind: str, progress: ProgressFactory | None = None) -> LoadReport:
@@ -252,6 +264,8 @@ def corpus_embed(*, team: Team, kind: str, progress: ProgressFactory | None = No
 
     try:
         result = embedding_backfill(kind=kind, team=team, batch_size=EMBED_BATCH_SIZE, progress=advance)
+        if result.interrupted:  # Ctrl-C: the finished batches are kept; measuring now would be wrong
+            raise KeyboardInterrupt
     except EmbeddingUnavailable as error:
         # Searches still run (semantic and hybrid degrade); the command says why.
         pending = embedding_backfill(kind=kind, team=team, dry_run=True).pending

@@ -30,9 +30,8 @@ def search_hit_as_dict(hit: SearchHit) -> dict:
         "relevance": hit.relevance,
         "found_by": list(hit.found_by),
         "fields": _plain({key: value for key, value in hit.fields.items() if key != "embedding"}),
+        "collapsed_ids": list(hit.collapsed_ids),  # always there, as in the API's answer
     }
-    if hit.collapsed_ids:
-        data["collapsed_ids"] = list(hit.collapsed_ids)
     if hit.explanation is not None:
         data["explanation"] = _plain(hit.explanation)
     return data

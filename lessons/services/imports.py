@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from django.core.exceptions import ValidationError
-from django.db import DataError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
 from lessons.models import Lesson, Memory, Team
 from lessons.services import lessons as lesson_services
+from lessons.services.common import normalise_text
 from lessons.services import memories as memory_services
 from lessons.services.embeddings import embedding_schedule_backfill, embeddings_deferred
 from lessons.services.keyword_index import keyword_impacts_refresh_if_drifted
@@ -36,10 +37,20 @@ class ImportReport:
     errors: list[tuple[int, str]] = field(default_factory=list)
     impacts_refreshed: dict[str, int] = field(default_factory=dict)  # kind -> postings rewritten
     team_removed: bool = False  # the team this import created held nothing at the end
+    notes: list[tuple[int, str]] = field(default_factory=list)  # lines imported with something left out
+    lines_read: int = 0
+    interrupted_at: int | None = None  # Ctrl-C while reading this line: the lines before it are imported
+    embedding_interrupted: bool = False  # Ctrl-C while embedding: every row is stored, some not yet embedded
 
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    def stop_if_interrupted(self) -> None:
+        """For callers that go on to use what was imported (an evaluation, a benchmark): a Ctrl-C
+        the import absorbed to report its lines stops them too."""
+        if self.interrupted_at is not None:
+            raise KeyboardInterrupt
 
     def summary(self) -> str:
         return (
@@ -58,7 +69,7 @@ def _text(data: dict, name: str, *, required: bool = False, default: str = "") -
             raise LineError(f"{name}: this field is required")
         return default
     if not isinstance(value, str):
-        raise LineError(f"{name}: expected a string, got {type(value).__name__}")
+        raise LineError(f"{name}: expected a string, got {_json_type(value)}")
     _storable_text(name, value)
     if required and not value.strip():
         raise LineError(f"{name}: this field is required")
@@ -80,7 +91,7 @@ def _number(data: dict, name: str, *, default, integer: bool = False):
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise LineError(f"{name}: expected a number, got {type(value).__name__}")
+        raise LineError(f"{name}: expected a number, got {_json_type(value)}")
     if not math.isfinite(value):  # JSON's NaN, Infinity, or 1e400
         raise LineError(f"{name}: expected a finite number, got {value}")
     if integer and value != int(value):
@@ -210,7 +221,14 @@ def _import_memory(*, team: Team, data: dict) -> str:
         return "created"
     before = existing.updated_at
     memory = memory_services.memory_update(memory=existing, **fields)
-    return "unchanged" if memory.updated_at == before else "updated"
+    outcome = "unchanged" if memory.updated_at == before else "updated"
+    stored = list(Memory.objects.filter(current_version=existing).order_by("version").values("content", "details"))
+    given = [{name: normalise_text(version[name]) for name in ("content", "details")} for version in history]
+    if given and given != stored[: len(given)]:
+        # Versions are the memory's own record of its edits: an import does not rewrite them.
+        return outcome, ("history left as stored: the memory exists, and a history is replayed only when "
+                         "an import creates the memory")
+    return outcome
 
 
 # --- shared ----------------------------------------------------------------------------------
@@ -240,8 +258,12 @@ def _import_lines(
     pending rows is queued at the end (batches encode far faster than single rows)."""
     with embeddings_deferred():
         report = _import_each(lines=lines, team=team, import_one=import_one)
-    if report.created or report.updated:
-        embedding_schedule_backfill(kind=kind, team=team)
+    if (report.created or report.updated) and report.interrupted_at is None:
+        try:  # in development the backfill runs here and now (the immediate task backend)
+            embedding_schedule_backfill(kind=kind, team=team)
+        except KeyboardInterrupt:  # the finished batches are committed; the rest stay pending
+            report.embedding_interrupted = True
+            return report
         # Many rows at once move the team's average length: keep the keyword heads tight (keyword.py).
         report.impacts_refreshed = keyword_impacts_refresh_if_drifted(team=team, kinds=(kind,))
     return report
@@ -249,7 +271,18 @@ def _import_lines(
 
 def _import_each(*, lines: Iterable[str | bytes], team: Team, import_one: Callable[..., str]) -> ImportReport:
     report = ImportReport()
+    try:
+        _import_lines_into(report, lines=lines, team=team, import_one=import_one)
+    except KeyboardInterrupt:  # each line is its own transaction: the ones before are kept
+        report.interrupted_at = report.lines_read
+    return report
+
+
+def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], team: Team,
+                       import_one: Callable[..., str]) -> None:
+    first_line_of: dict[str, int] = {}  # external_id -> the line that imported it
     for number, raw_line in enumerate(lines, start=1):
+        report.lines_read = number
         if isinstance(raw_line, bytes):  # a file read as bytes: each line decoded on its own
             try:
                 raw_line = raw_line.decode("utf-8")
@@ -263,9 +296,14 @@ def _import_each(*, lines: Iterable[str | bytes], team: Team, import_one: Callab
         try:
             data = json.loads(raw_line)
             if not isinstance(data, dict):
-                raise LineError(f"expected a JSON object, got {type(data).__name__}")
-            with transaction.atomic():
-                outcome = import_one(team=team, data=data)
+                raise LineError(f"expected a JSON object, got {_json_type(data)}")
+            external_id = data.get("external_id").strip() if isinstance(data.get("external_id"), str) else ""
+            if external_id in first_line_of:
+                # Two lines for one row: the later would silently replace the earlier, and a re-run
+                # of the same file would report "updated" for a file that did not change.
+                raise LineError(f"external_id {external_id!r} is on line {first_line_of[external_id]} too; "
+                                "a file holds each row once")
+            outcome = _import_one_line(import_one, team=team, data=data)
         except json.JSONDecodeError as error:
             report.errors.append((number, f"broken JSON: {error.msg} (column {error.colno})"))
             continue
@@ -273,11 +311,43 @@ def _import_each(*, lines: Iterable[str | bytes], team: Team, import_one: Callab
             report.errors.append((number, _describe(error)))
             continue
         except DataError as error:  # the backstop: the readers refuse what they know the database refuses
-            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            first_line = _first_line(error)
             report.errors.append((number, f"a value the database cannot store ({first_line})"))
             continue
+        if external_id:
+            first_line_of[external_id] = number
+        if isinstance(outcome, tuple):  # imported, with a note on what was left out
+            outcome, note = outcome
+            report.notes.append((number, note))
         setattr(report, outcome, getattr(report, outcome) + 1)
-    return report
+
+
+def _import_one_line(import_one: Callable[..., str], *, team: Team, data: dict):
+    """One line in its own transaction. Another import storing the same external_id at the same
+    moment makes this one's insert fail on the unique constraint: once that writer has committed,
+    the line is an update (or unchanged), so it is tried once more."""
+    try:
+        with transaction.atomic():
+            return import_one(team=team, data=data)
+    except IntegrityError as error:
+        try:
+            with transaction.atomic():
+                return import_one(team=team, data=data)
+        except IntegrityError:
+            raise LineError(f"another writer stored the same row at the same moment ({_first_line(error)}); "
+                            "run the import again") from error
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def _json_type(value) -> str:
+    """JSON's name for a value's type, not Python's (`null`, not NoneType)."""
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
+            dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def _import_into_team(*, lines, team_slug: str, create_team: bool, kind: str, import_one) -> ImportReport:

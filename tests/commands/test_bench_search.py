@@ -97,5 +97,5 @@ def test_bad_input_is_refused_before_anything_is_built(db, options, message):
 
 
 def test_a_directory_is_no_json_path(db, tmp_path):
-    with pytest.raises(CommandError, match="is a directory"):
+    with pytest.raises(CommandError, match="it is a folder"):
         call_command("bench_search", team=TEAM, json_path=str(tmp_path), stdout=StringIO())

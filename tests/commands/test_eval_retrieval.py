@@ -113,7 +113,7 @@ def test_scope_key_searches_each_users_own_memories(tmp_path):
         ((FIXTURES / "lessons_dev", "--max-queries", "1", "--kind", "memories"), "--kind, --max-queries: not used"),
         ((FIXTURES / "lessons_dev", "--weights", "semantic=1"), "--weights: not used by a graded lesson set"),
         ((TINY, "--json", "/nonexistent-folder/r.json"), "--json: cannot write .* does not exist"),
-        ((TINY, "--json", str(FIXTURES)), "--json: cannot write .* is a directory"),
+        ((TINY, "--json", str(FIXTURES)), "--json: cannot write .* it is a folder"),
     ],
 )
 def test_bad_input_is_a_command_error(args, message):
@@ -128,3 +128,43 @@ def test_missing_queries_file(tmp_path):
     (tmp_path / "ds" / "queries.jsonl").unlink()
     with pytest.raises(CommandError, match="queries.jsonl: missing"):
         run(tmp_path / "ds")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"_id": "dn", "title": "nul \u0000 title", "text": "x"}, r"corpus.jsonl:\d+: title: contains a NUL character"),
+        ({"_id": "de", "title": "", "text": ""}, r"corpus.jsonl:\d+: _id 'de': both title and text are empty"),
+    ],
+)
+def test_a_document_that_cannot_be_stored_is_named_before_anything_loads(tmp_path, line, message):
+    shutil.copytree(TINY, tmp_path / "ds")
+    with open(tmp_path / "ds" / "corpus.jsonl", "a") as corpus:
+        corpus.write(json.dumps(line) + "\n")
+    for kind in ("lessons", "memories"):
+        with pytest.raises(CommandError, match=message):
+            run(tmp_path / "ds", "--kind", kind)
+    assert not Team.objects.exists()  # no empty evaluation team left behind
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("present", ["lessons.jsonl", "queries.json"])
+def test_a_graded_set_missing_one_file_is_told_which(tmp_path, present):
+    (tmp_path / "set").mkdir()
+    shutil.copy(FIXTURES / "lessons_dev" / present, tmp_path / "set" / present)
+    missing = "queries.json" if present == "lessons.jsonl" else "lessons.jsonl"
+    with pytest.raises(CommandError, match=f"a graded set needs lessons.jsonl and queries.json; {missing} is missing"):
+        run(tmp_path / "set")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ctrl_c_while_embedding_stops_the_run_instead_of_measuring_half_a_corpus(tmp_path):
+    from django.test import override_settings
+
+    shutil.copytree(TINY, tmp_path / "ds")
+    with open(tmp_path / "ds" / "corpus.jsonl", "a") as corpus:
+        corpus.write(json.dumps({"_id": "stop", "title": "INTERRUPT HERE", "text": "while this encodes"}) + "\n")
+    backend = {"BACKEND": "tests.embedding_backends.InterruptedOnMarkerBackend", "BATCH_SIZE": 64}
+    with override_settings(EMBEDDING_BACKEND=backend), pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "ds")  # manage.py turns it into its one line and status 130

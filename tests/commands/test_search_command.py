@@ -76,6 +76,10 @@ def test_options_reach_the_engine(team, lessons):
         (["--limit", "0"], "--limit"),
         (["--phase", "party"], "--phase"),
         (["--fusion", "borda"], "--fusion"),
+        # As the API refuses them (a blank category answered "nothing matched" with recent rows):
+        (["--category", " "], "--category: a blank value matches nothing"),
+        (["--tech-stack", "x" * 65], "--tech-stack: x{20}…: at most 64 characters"),
+        (["--project-type", "saas!"], "--project-type: 'saas!': Use ASCII letters"),
     ],
 )
 def test_bad_options_are_command_errors(team, lessons, args, field):
@@ -165,3 +169,8 @@ def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(demo_team):
     _, errors = process.communicate(timeout=300)
     assert process.returncode == 141, errors
     assert "Traceback" not in errors and "BrokenPipeError" not in errors
+
+
+def test_json_hits_carry_collapsed_ids_as_the_api_does(team, lessons):
+    data = json.loads(run("images", "--team", team.slug, "--json", "--mode", "text", "--tech-stack", " Docker "))
+    assert data["results"] and all(result["collapsed_ids"] == [] for result in data["results"])

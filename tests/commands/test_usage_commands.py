@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from lessons.models import Lesson, SearchRecord
+from lessons.models import Lesson, SearchRecord, Team
 from lessons.services.lessons import lesson_create
 from lessons.services.usage import search_record
 
@@ -74,3 +74,9 @@ def test_simulate_usage_refuses_bad_options():
         run("simulate_usage", TINY, "--usage-weights", "a lot")
     with pytest.raises(CommandError, match="--mode"):
         run("simulate_usage", TINY, "--mode", "psychic")
+    with pytest.raises(CommandError, match=r"--usage-weights: one or more finite numbers >= 0, got '0,nan'"):
+        run("simulate_usage", TINY, "--usage-weights", "0,nan")
+    # A path it cannot write is refused before the simulation runs, not after it.
+    with pytest.raises(CommandError, match="--json: cannot write /nonexistent-folder/x.json: its folder"):
+        run("simulate_usage", TINY, "--json", "/nonexistent-folder/x.json")
+    assert not Team.objects.exists()

@@ -32,10 +32,26 @@ class JsonLinesImportCommand(BaseCommand):
 
         for number, reason in report.errors:
             self.stderr.write(f"{path}:{number}: {reason}")
+        for number, note in report.notes:
+            self.stderr.write(f"{path}:{number}: note: {note}")
         self.stdout.write(f"{self.kind} into team {team!r}: {report.summary()}")
+        if report.interrupted_at is not None:
+            raise CommandError(
+                f"interrupted (Ctrl-C) at line {report.interrupted_at}: the lines before it are imported as counted "
+                "above, nothing after; run the same command again to import the rest (lines already imported "
+                "come out unchanged).", returncode=130,
+            )
+        if report.embedding_interrupted:
+            raise CommandError(
+                "interrupted (Ctrl-C) while embedding: every row counted above is stored, and the ones not yet "
+                f"embedded are found by keywords until `python manage.py backfill_embeddings --team {team}` "
+                "embeds them.", returncode=130,
+            )
         if report.team_removed:
             self.stdout.write(f"team {team!r} not kept: it was created for this import and nothing was imported")
         for kind, postings in report.impacts_refreshed.items():
             self.stdout.write(f"keyword index: {kind} impacts refreshed ({postings} postings)")
         if not report.ok:
-            raise CommandError(f"{len(report.errors)} line(s) could not be imported; the others were.")
+            imported = report.created + report.updated + report.unchanged
+            others = "the others were." if imported else "no line was."
+            raise CommandError(f"{len(report.errors)} line(s) could not be imported; {others}")

@@ -59,7 +59,8 @@ class Command(BaseCommand):
         elif DEMO_LESSONS.is_file():
             with throwaway_team("bench-demo") as team:
                 with embeddings_deferred():
-                    import_lessons(lines=DEMO_LESSONS.open(encoding="utf-8"), team_slug=team.slug, create_team=True)
+                    import_lessons(lines=DEMO_LESSONS.open(encoding="utf-8"), team_slug=team.slug,
+                                   create_team=True).stop_if_interrupted()
                 self._measure(f"demo lessons ({DEMO_LESSONS.name})", team, batch_size=batch_size, rounds=rounds)
         else:
             self.stdout.write(f"(no demo data at {DEMO_LESSONS}; skipped)")

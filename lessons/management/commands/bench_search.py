@@ -21,13 +21,11 @@ turn and is measured there, then a summary (size x mode) is printed. `--json PAT
 (one per size, ascending) for several.
 """
 
-import json
 import logging
 import os
 import random
 import statistics
 from contextlib import contextmanager
-from pathlib import Path
 from time import perf_counter
 
 import numpy as np
@@ -37,7 +35,8 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from lessons.embedding import get_embedding_backend
-from lessons.models import EMBEDDING_DIMENSIONS, Lesson
+from lessons.management.commands._json_output import checked_json_path, write_json
+from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, search
 from lessons.services.embeddings import embedding_refresh
 from lessons.services.teams import team_get_or_create
@@ -144,7 +143,7 @@ class Command(BaseCommand):
                 raise CommandError(f"--embed-sample {sample} is larger than the smallest size, {sizes[0]}")
             if not 0 < options["noise"] < 1:
                 raise CommandError(f"--noise must be between 0 and 1, not {options['noise']}")
-        json_path = _checked_json_path(options["json_path"])
+        json_path = checked_json_path(options["json_path"])
         if options["torch_threads"]:
             import torch
 
@@ -166,11 +165,7 @@ class Command(BaseCommand):
             self._summary(results=results, modes=modes)
         if json_path is not None:
             payload = results[0] if len(results) == 1 else results
-            try:
-                json_path.write_text(json.dumps(payload, indent=2) + "\n")
-            except OSError as error:
-                raise CommandError(f"--json: cannot write {json_path}: {error}") from error
-            self.stdout.write(f"wrote {json_path}")
+            write_json(json_path, payload, stdout=self.stdout)
 
     # --- building the team ----------------------------------------------------------------------
 
@@ -414,21 +409,6 @@ def _parse_sizes(value) -> list[int]:
     if sizes != sorted(set(sizes)):
         raise CommandError(f"--lessons sizes must be ascending and distinct (the team only grows), not {value!r}")
     return sizes
-
-
-def _checked_json_path(value: str | None) -> Path | None:
-    """Fail before an hour of building, not after it, when the figures could not be written."""
-    if value is None:
-        return None
-    path = Path(value)
-    if path.is_dir():
-        raise CommandError(f"--json: {path} is a directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise CommandError(f"--json: the directory {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise CommandError(f"--json: {path} is not writable")
-    return path
 
 
 def _sample_vectors(*, team, model_name: str) -> dict[str, np.ndarray]:

@@ -11,34 +11,20 @@ rows it wrote unless `--keep`. No embedding is computed or queued (see lessons.b
 Exits non-zero when the index and the rows disagree.
 """
 
-import json
 import os
 import uuid
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from lessons.benchmarks.writes import KINDS, PATHS, PhaseResult, delete_benchmark_rows, run_phase
+from lessons.management.commands._json_output import checked_json_path, write_json
 from lessons.selectors.keyword_index import keyword_index_check
 from lessons.services.teams import TeamError, team_get_or_create
 
 MAX_WRITERS = 64  # each writer holds a connection; the embedded server allows 100
 MAX_SECONDS = 3600
 DEFAULT_SECONDS = 20
-
-
-def _json_path_problem(path: Path) -> str | None:
-    if path.is_dir():
-        return "it is a folder"
-    folder = path.parent
-    if not folder.is_dir():
-        return f"its folder {folder} does not exist"
-    if path.exists() and not os.access(path, os.W_OK):
-        return "it is not writable"
-    if not path.exists() and not os.access(folder, os.W_OK | os.X_OK):
-        return f"its folder {folder} is not writable"
-    return None
 
 
 class Command(BaseCommand):
@@ -83,9 +69,7 @@ class Command(BaseCommand):
                 raise CommandError(f"--seconds must be more than 0 and at most {MAX_SECONDS}, not {seconds}")
         elif rows < 1:
             raise CommandError(f"--rows must be at least 1, not {rows}")
-        json_path = Path(options["json_path"]) if options["json_path"] else None
-        if json_path is not None and (problem := _json_path_problem(json_path)):
-            raise CommandError(f"--json: cannot write {json_path}: {problem}")
+        json_path = checked_json_path(options["json_path"])
         if connection.in_atomic_block:
             raise CommandError(
                 "bench_writes cannot run inside a transaction: its writers use connections of their own "
@@ -150,7 +134,7 @@ class Command(BaseCommand):
             "cleanup": cleanup,
         }
         if json_path is not None:
-            json_path.write_text(json.dumps(figures, indent=2))
+            write_json(json_path, figures, stdout=self.stdout)
         consistent = check.ok and (cleanup["check"] is None or cleanup["check"]["ok"])
         if not consistent:
             raise CommandError("the keyword index does not agree with the rows (see the mismatches above)")

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.db import transaction
 
 from lessons.models import Team
 
@@ -27,8 +28,12 @@ class Command(BaseCommand):
         self.stdout.write("Database migrated.")
         if not no_demo and not Team.objects.filter(slug=DEMO_TEAM).exists():
             self.stdout.write(f"First start: loading the demo data into team {DEMO_TEAM!r}...")
-            call_command("import_lessons", str(DEMO_DIR / "lessons.jsonl"), team=DEMO_TEAM, create_team=True)
-            call_command("import_memories", str(DEMO_DIR / "memories.jsonl"), team=DEMO_TEAM)
+            # All or nothing: the team exists only once both files are in, so a start interrupted
+            # halfway loads the demo again next time (it used to keep half and never finish). The
+            # rows are embedded after the commit.
+            with transaction.atomic():
+                call_command("import_lessons", str(DEMO_DIR / "lessons.jsonl"), team=DEMO_TEAM, create_team=True)
+                call_command("import_memories", str(DEMO_DIR / "memories.jsonl"), team=DEMO_TEAM)
         if settings.DEBUG:
             self._create_local_admin()
 

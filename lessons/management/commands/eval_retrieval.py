@@ -1,7 +1,6 @@
 """`manage.py eval_retrieval DATASET_DIR`: retrieval quality on a BEIR-layout benchmark, measured
 through the same search the API uses. See lessons/evaluation/ for how."""
 
-import json
 import logging
 import math
 import sys
@@ -18,6 +17,7 @@ from lessons.evaluation.keyword_exactness import keyword_exactness
 from lessons.evaluation.graded import evaluate_graded, graded_set_load, graded_table, is_graded_set, read_graded_set
 from lessons.evaluation.loading import dataset_load, evaluation_teams_drop, scope_value
 from lessons.evaluation.runner import evaluate
+from lessons.management.commands._json_output import checked_json_path, write_json
 from lessons.search import FUSIONS, KINDS, MODES
 from lessons.search.engine import search_leg_limit
 
@@ -90,11 +90,7 @@ class Command(BaseCommand):
             raise CommandError("--max-queries: expected a positive number")
         mode_list = _modes(modes)
         weight_map = _weights(weights)
-        if json_path:  # found out before the evaluation runs, not after it
-            target = Path(json_path)
-            if target.is_dir() or not target.parent.is_dir():
-                problem = "is a directory" if target.is_dir() else f"its folder {target.parent} does not exist"
-                raise CommandError(f"--json: cannot write {json_path}: {problem}")
+        json_path = checked_json_path(json_path)  # found out before the evaluation runs, not after it
         if is_graded_set(Path(dataset_dir)):
             # A graded set has its own layout and checks: options of the BEIR layout would be ignored.
             ignored = [
@@ -128,14 +124,17 @@ class Command(BaseCommand):
             self.stdout.write(f"dropped {dropped} team(s) of {dataset.name}")
 
         started = time.perf_counter()
-        teams, report = dataset_load(
-            dataset_name=dataset.name,
-            documents=dataset.documents,
-            kind=kind,
-            scope_key=scope_key,
-            extra_scope_values=[scope_value(query.metadata, scope_key) for query in dataset.queries],
-            progress=progress,
-        )
+        try:
+            teams, report = dataset_load(
+                dataset_name=dataset.name,
+                documents=dataset.documents,
+                kind=kind,
+                scope_key=scope_key,
+                extra_scope_values=[scope_value(query.metadata, scope_key) for query in dataset.queries],
+                progress=progress,
+            )
+        except DatasetError as error:  # a document the services refuse (loading.py names it)
+            raise CommandError(f"{Path(dataset_dir) / 'corpus.jsonl'}: {error}") from error
         self.stdout.write(
             f"{dataset.name}: {len(dataset.documents)} documents as {kind} in {len(teams)} team(s) "
             f"({report.summary()}) in {time.perf_counter() - started:.1f} s"
@@ -184,12 +183,8 @@ class Command(BaseCommand):
         if json_path:
             self._write_json(json_path, payload)
 
-    def _write_json(self, json_path: str, payload: dict) -> None:
-        try:
-            Path(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        except OSError as error:
-            raise CommandError(f"--json: cannot write {json_path}: {error.strerror}") from error
-        self.stdout.write(f"wrote {json_path}")
+    def _write_json(self, json_path: Path, payload: dict) -> None:
+        write_json(json_path, payload, stdout=self.stdout)
 
     def _graded(self, directory: Path, *, modes: list[str], json_path: str | None, drop: bool,
                 exactness: bool = False) -> None:

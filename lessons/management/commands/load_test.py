@@ -25,13 +25,13 @@ import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from lessons.management.commands._json_output import checked_json_path, write_json
 from lessons.management.commands.bench_search import QUERIES, TOPICS
 from lessons.models import Lesson
 from lessons.services.api_keys import api_key_create, api_key_revoke
@@ -193,6 +193,7 @@ class Command(BaseCommand):
             raise CommandError(f"--clients must be between 1 and {MAX_CLIENTS}, not {clients}")
         if not 0 < seconds <= MAX_SECONDS:
             raise CommandError(f"--seconds must be more than 0 and at most {MAX_SECONDS}, not {seconds}")
+        json_path = checked_json_path(options["json_path"])
         if not 0 <= options["write_share"] <= 1:
             raise CommandError(f"--write-share must be between 0 and 1, not {options['write_share']}")
         if options["url"]:
@@ -218,8 +219,8 @@ class Command(BaseCommand):
             Lesson.objects.filter(team=team, pk__in=written).delete()
 
         self.stdout.write(self._report(figures, url=f"http://{host}:{port}", clients=clients))
-        if options["json_path"]:
-            Path(options["json_path"]).write_text(json.dumps(figures, indent=2))
+        if json_path is not None:
+            write_json(json_path, figures, stdout=self.stdout)
         read_back = figures["read_back"]
         if figures["errors"]["total"] or read_back["missing"] or read_back["differing"]:
             raise CommandError(

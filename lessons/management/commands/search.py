@@ -12,12 +12,27 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from lessons.embedding import warm_up_in_background
+from lessons.models import SHORT_TERM_LENGTH, short_term_validator
 from lessons.search import KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest, SearchRequestError, search
 from lessons.search.serialise import search_response_as_dict
 from lessons.selectors.teams import TeamError, team_named
 from lessons.services.usage import search_record
 
 TITLE_WIDTH = 70
+
+
+def _term(option: str, value: str) -> str:
+    """A tech stack, project type or category as the API takes it (lessons/api/schemas.py, Term):
+    trimmed, not blank, at most SHORT_TERM_LENGTH characters, the model's ASCII rule; lowercase.
+    A blank category used to search for rows of category "" and answer with the most recent rows."""
+    term = value.strip()
+    if not term:
+        raise CommandError(f"{option}: a blank value matches nothing; leave the option out instead")
+    if len(term) > SHORT_TERM_LENGTH:
+        raise CommandError(f"{option}: {term[:20]}…: at most {SHORT_TERM_LENGTH} characters")
+    if not short_term_validator.regex.match(term):
+        raise CommandError(f"{option}: {term!r}: {short_term_validator.message}")
+    return term.lower()
 
 
 class Command(BaseCommand):
@@ -51,6 +66,9 @@ class Command(BaseCommand):
             team = team_named(slug=options["team"])
         except TeamError as error:
             raise CommandError(str(error)) from error
+        tech_stack = [_term("--tech-stack", value) for value in options["tech_stack"]]
+        categories = [_term("--category", value) for value in options["category"]]
+        project_type = None if options["project_type"] is None else _term("--project-type", options["project_type"])
         request = SearchRequest(
             team=team,
             query=options["query"],
@@ -58,9 +76,9 @@ class Command(BaseCommand):
             mode=options["mode"],
             limit=options["limit"],
             context=options["context"],
-            tech_stack=tuple(t.strip().lower() for t in options["tech_stack"] if t.strip()),
-            project_type=options["project_type"],
-            filters=SearchFilters(categories=tuple(options["category"]), phase=options["phase"]),
+            tech_stack=tuple(tech_stack),
+            project_type=project_type,
+            filters=SearchFilters(categories=tuple(categories), phase=options["phase"]),
             fusion=options["fusion"],
             explain=options["explain"],
         )

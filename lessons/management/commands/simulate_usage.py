@@ -1,8 +1,8 @@
 """`manage.py simulate_usage DATASET_DIR`: learning from use, measured on a BEIR-layout dataset
 with a train and a test split (see lessons/evaluation/usage_simulation.py for how)."""
 
-import json
 import logging
+import math
 import sys
 from functools import partial
 from pathlib import Path
@@ -14,6 +14,7 @@ from lessons.evaluation.beir import DatasetError, read_dataset
 from lessons.evaluation.loading import dataset_load, team_base_slug
 from lessons.evaluation.metrics import percentile
 from lessons.evaluation.usage_simulation import simulate_usage
+from lessons.management.commands._json_output import checked_json_path, write_json
 from lessons.models import Team
 from lessons.search import KINDS, MODES
 
@@ -23,8 +24,8 @@ def _weights(value: str) -> list[float]:
         weights = [float(part) for part in value.split(",") if part.strip()]
     except ValueError as error:
         raise CommandError(f"--usage-weights: expected numbers separated by commas, got {value!r}") from error
-    if not weights or any(weight < 0 for weight in weights):
-        raise CommandError("--usage-weights: one or more numbers >= 0")
+    if not weights or any(not math.isfinite(weight) or weight < 0 for weight in weights):
+        raise CommandError(f"--usage-weights: one or more finite numbers >= 0, got {value!r}")
     return weights
 
 
@@ -59,6 +60,7 @@ class Command(BaseCommand):
         if max_queries is not None and max_queries < 1:
             raise CommandError("--max-queries: expected a positive number")
         weights = _weights(usage_weights)
+        json_path = checked_json_path(json_path)  # before the simulation, not after it
         try:
             train = read_dataset(Path(dataset_dir), split=train_split)
             test = read_dataset(Path(dataset_dir), split=test_split)
@@ -91,11 +93,7 @@ class Command(BaseCommand):
             search_logger.setLevel(previous_level)
         self.stdout.write(self._table(result, train=train, test=test))
         if json_path:
-            try:
-                Path(json_path).write_text(json.dumps(result.as_dict(), indent=2) + "\n", encoding="utf-8")
-            except OSError as error:
-                raise CommandError(f"--json: cannot write {json_path}: {error.strerror}") from error
-            self.stdout.write(f"wrote {json_path}")
+            write_json(json_path, result.as_dict(), stdout=self.stdout)
 
     def _table(self, result, *, train, test) -> str:
         replay = result.replay
