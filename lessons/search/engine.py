@@ -45,7 +45,8 @@ of 150, for the same nDCG@10). Then:
    search - SEARCH_SIMILARITY_BAND), so a short query with flat cosines is not starved;
 2. lessons with the same title collapse into one (confidence = max, frequency = sum);
 3. ranking: for a short query (<= 3 terms), rows carrying every query term exactly (a tag, tech
-   stack, category or title word: `nextjs`, `RLS`) come first, then by score;
+   stack, category or title word: `nextjs`, `RLS`) come first, then by score; for a one-word
+   query, rows whose text carries the word too (a lookup: an error code, a name; exact.py);
 4. label feedback (above), then ranking again;
 5. relevance: each hit's own cosine and BM25 on their fixed scales, weighted as the search weighs
    them, against settings.SEARCH_RELEVANCE_THRESHOLDS (scoring.relevance_label).

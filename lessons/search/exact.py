@@ -12,6 +12,11 @@ from lessons.search.kinds import SearchKind
 
 # Only short queries form a tier: a tag, a tech stack, a title word or two.
 EXACT_TIER_MAX_TERMS = 3
+# A one-word query is a lookup: a row whose text carries the word (an error code, a name, "retries")
+# joins the tier too. Below it the semantic leg has nothing to go on but the word's spelling, and
+# its flat cosines, lifted by dense feedback, put unrelated rows first: "frobnitz", the one word of
+# one lesson's description, ranked that lesson 19th behind 18 rows without the word.
+TEXT_TIER_MAX_TERMS = 1
 # Rows carrying the terms that the leg reads before ranking them by quality (see exact_leg_sql).
 EXACT_LEG_SCAN = 500
 

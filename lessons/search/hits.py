@@ -8,6 +8,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from lessons.search import scoring
+from lessons.search.exact import TEXT_TIER_MAX_TERMS
 from lessons.search.kinds import SearchKind
 from lessons.search.types import SearchHit, SearchRequest, SearchResponse
 
@@ -33,6 +34,8 @@ def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str]) -
         legs={leg for leg, _ in found},
         found_by={query for _, query in found},
         exact=bool(exact_terms) and set(exact_terms) <= kind.exact_terms_of(fields),
+        # a one-word lookup: the word in the row's text (its BM25 matched every query term)
+        says_query=0 < len(exact_terms) <= TEXT_TIER_MAX_TERMS and float(row.get("coverage_p") or 0.0) >= 1.0,
     )
 
 
@@ -53,6 +56,7 @@ def hit_from_candidate(*, request: SearchRequest, kind: SearchKind, candidate: s
             "quality": round(parts["quality"], 4),
             "penalty": round(parts["penalty"], 4),
             "exact_term": candidate.exact,
+            "says_query": candidate.says_query,
             "legs": sorted(candidate.legs),
             "found_by": sorted(candidate.found_by),
             "weights": {name: round(value, 4) for name, value in plan.weights.items()},

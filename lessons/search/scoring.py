@@ -51,6 +51,7 @@ class Candidate:
     legs: set[str] = field(default_factory=set)  # "semantic", "keyword", "exact"
     found_by: set[str] = field(default_factory=set)  # "primary", "contextual"
     exact: bool = False
+    says_query: bool = False  # a one-word query's word is in the row's text (exact.TEXT_TIER_MAX_TERMS)
     member_ids: list[int] = field(default_factory=list)
     parts: dict = field(default_factory=dict)
     weighted: float = 0.0  # the weighted score (also labels relevance under RRF)
@@ -122,6 +123,7 @@ def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], i
             legs=set().union(*(m.legs for m in members)),
             found_by=set().union(*(m.found_by for m in members)),
             exact=any(m.exact for m in members),
+            says_query=any(m.says_query for m in members),
             member_ids=sorted(m.id for m in members),
         ))
     return collapsed, len(candidates) - len(collapsed)
@@ -305,8 +307,10 @@ def _labels_of(candidate: Candidate, kind: SearchKind) -> dict[str, str]:
 
 def rank(candidates: list[Candidate], *, exact_tier: bool) -> list[Candidate]:
     """Best first. With an exact-term query, rows carrying every query term come first (seed 000:
-    `nextjs` returns every Next.js lesson before unrelated semantic neighbours)."""
-    return sorted(candidates, key=lambda c: (exact_tier and c.exact, c.score, c.weighted, -c.id), reverse=True)
+    `nextjs` returns every Next.js lesson before unrelated semantic neighbours), then, for a one-word
+    query, the rows whose text says the word (a lookup), then the rest."""
+    return sorted(candidates, key=lambda c: (exact_tier and c.exact, exact_tier and c.says_query, c.score,
+                                             c.weighted, -c.id), reverse=True)
 
 
 LABELS = ("low", "medium", "high")
@@ -321,8 +325,8 @@ def relevance_label(candidate: Candidate, plan: ScoringPlan, thresholds: dict[st
     other hits: its cosine and its BM25 on their fixed scales (absolute_semantic, absolute_keyword),
     weighted as the search weighs meaning and words. Quality does not count (it says how good a
     lesson is, not whether it answers this query); a lesson of another tech stack keeps its halved
-    meaning. An exact-term hit (a tag, tech stack or title word the query names) is at least
-    "medium"."""
+    meaning. An exact-term hit (a tag, tech stack or title word the query names), and a row that says
+    a one-word query's word, is at least "medium"."""
     calibration = plan.calibration
     factor = TECH_MISMATCH_FACTOR if tech_mismatch(row=candidate.row, tech_stack=plan.tech_stack) else 1.0
     parts = {
@@ -335,6 +339,6 @@ def relevance_label(candidate: Candidate, plan: ScoringPlan, thresholds: dict[st
     if total <= 0:
         return label_of_score(candidate.parts["quality"], thresholds)
     label = label_of_score(sum(weights[name] * parts[name] for name in parts) / total, thresholds)
-    if candidate.exact and label == "low":
+    if (candidate.exact or candidate.says_query) and label == "low":
         return "medium"
     return label

@@ -60,6 +60,33 @@ def test_exact_term_returns_every_lesson_carrying_it_first(demo_team):
         assert set(ids(response)[: len(carrying)]) == carrying, term
 
 
+def test_a_one_word_query_is_a_lookup_of_the_rows_that_say_it(demo_team):
+    # One lesson's description says the word; the model knows nothing of it. It used to rank 19th,
+    # behind lessons the dense feedback lifted on noise.
+    rare = LessonFactory(
+        team=demo_team, title="Pin the base image digest in the Dockerfile", tags=["docker"],
+        description="An upstream retag of python:3.11-slim broke our wheels; the changelog mentioned frobnitz.",
+        recommendation="Use FROM image@sha256 digests.",
+    )
+    response = run(demo_team, "frobnitz", explain=True, limit=5)
+    assert ids(response)[0] == rare.external_id
+    first = response.results[0]
+    assert first.relevance == "medium" and first.explanation["says_query"] and not first.explanation["exact_term"]
+    assert not any(hit.explanation["says_query"] for hit in response.results[1:])
+    # A word several lessons say (stemmed: retry, retried): they come first, then the rest by meaning.
+    response = run(demo_team, "retries", explain=True, limit=10)
+    saying = [hit.explanation["says_query"] for hit in response.results]
+    assert saying[:3] == [True, True, True] and saying == sorted(saying, reverse=True)
+    texts = {
+        lesson.external_id: " ".join([lesson.title, lesson.description, lesson.recommendation, lesson.context]).lower()
+        for lesson in Lesson.objects.filter(team=demo_team, external_id__in=ids(response))
+    }
+    assert all("retr" in texts[hit.external_id] for hit in response.results if hit.explanation["says_query"])
+    # Two words are not a lookup: the formula ranks, as before.
+    both = run(demo_team, "frobnitz changelog", explain=True, limit=10)
+    assert not any(hit.explanation["says_query"] for hit in both.results)
+
+
 def test_results_explain_themselves_and_never_carry_the_embedding(demo_team):
     response = run(demo_team, "webhook retries", explain=True, limit=5)
     assert response.results
