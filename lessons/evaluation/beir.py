@@ -46,8 +46,12 @@ def available_splits(directory: Path) -> list[str]:
 
 def read_dataset(directory: str | Path, *, split: str = "test") -> Dataset:
     root = Path(directory)
+    if root.is_file():
+        raise DatasetError(f"{directory}: a file; name the dataset's folder (corpus.jsonl, queries.jsonl, qrels/)")
     if not root.is_dir():
         raise DatasetError(f"{directory}: no such directory")
+    if not split.strip():
+        raise DatasetError("--split: blank; name a qrels/<split>.tsv (test, train, dev)")
     for name in ("corpus.jsonl", "queries.jsonl"):
         if not (root / name).is_file():
             raise DatasetError(f"{root / name}: missing (a BEIR dataset has corpus.jsonl, queries.jsonl, qrels/)")

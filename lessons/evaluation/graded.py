@@ -68,6 +68,7 @@ class GradedSet:
 
 
 GRADED_FILES = ("lessons.jsonl", "queries.json")
+QUERY_SECTIONS = ("graded", "exact", "feature", "never")
 
 
 def is_graded_set(directory: Path) -> bool:
@@ -119,6 +120,10 @@ def read_graded_set(directory: str | Path) -> GradedSet:
         raise DatasetError(f"{path}: cannot read it: {error}") from error
     if not isinstance(spec, dict) or not isinstance(spec.get("graded", []), list):
         raise DatasetError(f"{path}: expected an object with a `graded` list")
+    unknown = sorted(set(spec) - {"note", *QUERY_SECTIONS})
+    if unknown:  # a misspelt section ("grades") would be skipped without a word
+        raise DatasetError(f"{path}: unknown section(s) {', '.join(map(repr, unknown))}; "
+                           f"the sections are {', '.join(QUERY_SECTIONS)} (and a note)")
 
     def entries(section: str) -> list:
         value = spec.get(section, [])

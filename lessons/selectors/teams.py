@@ -12,12 +12,15 @@ class TeamError(ValueError):
 def team_named(*, slug: str, option: str = "--team", hint: str = "") -> Team:
     """The team with this slug, as a command's `option` names it. Unknown: TeamError naming the
     option, suggesting a team whose slug differs only in case, else adding `hint`."""
-    team = Team.objects.filter(slug=(slug or "").strip()).first()
+    clean = (slug or "").strip()
+    if not clean:
+        raise TeamError(f"{option}: name a team by its slug (it is blank)")
+    team = Team.objects.filter(slug=clean).first()
     if team is not None:
         return team
-    other_case = team_slug_in_other_case(slug=slug or "")
+    other_case = team_slug_in_other_case(slug=clean)
     advice = f"; did you mean {other_case!r}?" if other_case else hint
-    raise TeamError(f"{option}: no team with slug {slug!r}{advice}")
+    raise TeamError(f"{option}: no team with slug {clean!r}{advice}")
 
 
 @dataclass(frozen=True)

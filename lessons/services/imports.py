@@ -187,9 +187,11 @@ def _memory_fields(data: dict) -> dict:
 
 
 def _memory_history(data: dict) -> list[dict]:
-    history = data.get("history") or []
+    history = data.get("history")
+    if history is None:  # absent or null: no earlier versions ({}, "" and false are mistakes, said)
+        return []
     if not isinstance(history, list):
-        raise LineError("history: expected a list of earlier versions")
+        raise LineError(f"history: expected a list of earlier versions, got {_json_type(history)}")
     versions = []
     for position, version in enumerate(history, start=1):
         if not isinstance(version, dict):
@@ -289,8 +291,8 @@ def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], te
             except UnicodeDecodeError as error:
                 report.errors.append((number, f"not UTF-8 text ({error.reason} at byte {error.start + 1} of the line)"))
                 continue
-        if number == 1:
-            raw_line = raw_line.removeprefix("\ufeff")  # a byte-order mark some editors write
+        # A byte-order mark some editors write, on the first line or where files were joined.
+        raw_line = raw_line.removeprefix("\ufeff")
         if not raw_line.strip():
             continue
         try:
@@ -305,6 +307,10 @@ def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], te
                                 "a file holds each row once")
             outcome = _import_one_line(import_one, team=team, data=data)
         except json.JSONDecodeError as error:
+            if "\r" in raw_line.rstrip("\r\n"):  # the whole file read as one line
+                report.errors.append((number, "the lines end in CR alone (classic Mac line ends); save the file "
+                                              "with LF (or CRLF) line ends"))
+                continue
             report.errors.append((number, f"broken JSON: {error.msg} (column {error.colno})"))
             continue
         except (LineError, ValidationError, TypeError, ValueError) as error:

@@ -16,10 +16,14 @@ def team_create(*, slug: str, name: str | None = None) -> Team:
     """A new team. The slug is used as given (lowercase letters, digits, hyphens, underscores, at
     most 100 characters); a bad, capitalised or taken slug raises TeamError before any write."""
     slug = (slug or "").strip()
+    if not slug:  # said once, for the slug (the name, left out, defaults to it)
+        raise TeamError("slug: a team needs a slug (lowercase letters, digits, hyphens, underscores)")
     team = Team(slug=slug, name=(name or "").strip() or slug)
     try:
         team.full_clean()  # length, slug characters, uniqueness: all before the INSERT
     except ValidationError as error:
+        if "slug" in error.message_dict and Team.objects.filter(slug=slug).exists():
+            raise TeamError(f"slug: a team with slug {slug!r} already exists") from error
         raise TeamError(_validation_message(error)) from error
     try:
         with transaction.atomic():
@@ -33,11 +37,19 @@ def team_for_slug(*, slug: str, create: bool = False, name: str | None = None) -
     """The team with this slug. Unknown: created when `create`, otherwise TeamError saying how
     (a mistyped --team must not quietly start a new, empty team)."""
     try:
-        return team_named(slug=slug, hint=f"; create it with --create-team or `python manage.py create_team {slug}`")
+        return team_named(slug=slug, hint=_create_hint(slug))
     except TeamError:
         if not create:
             raise
     return team_create(slug=slug, name=name)
+
+
+def _create_hint(slug: str) -> str:
+    """How to create the team a command could not find, when the slug could be one."""
+    clean = (slug or "").strip()
+    if clean and clean == slugify(clean):
+        return f"; create it with --create-team or `python manage.py create_team {clean}`"
+    return "; a slug is lowercase letters, digits, hyphens and underscores"
 
 
 def team_get_or_create(*, slug: str, name: str | None = None) -> Team:

@@ -43,6 +43,9 @@ def test_mcp_command_needs_exactly_one_way_to_choose_the_team(team, monkeypatch)
         call_command("mcp", "--team", "nope")
     with pytest.raises(CommandError, match="--api-key: unknown or revoked"):
         call_command("mcp", "--api-key", "msk_not_a_real_key")
+    monkeypatch.setenv("MEMORY_STORE_API_KEY", "msk_not_a_real_key")  # named where it came from
+    with pytest.raises(CommandError, match="^MEMORY_STORE_API_KEY: unknown or revoked key$"):
+        call_command("mcp")
 
 
 def test_an_unknown_team_says_how_to_create_it(db):
@@ -70,7 +73,7 @@ def test_create_team_command_validates_before_it_writes(db):
     call_command("create_team", "acme", "--name", "Acme Corp", stdout=out)
     assert "Created team 'acme'" in out.getvalue()
     assert Team.objects.get().name == "Acme Corp"
-    with pytest.raises(CommandError, match="slug: Team with this Slug already exists"):
+    with pytest.raises(CommandError, match="slug: a team with slug 'acme' already exists"):
         call_command("create_team", "acme", stdout=StringIO())
     with pytest.raises(CommandError, match="slug: Ensure this value has at most 100 characters"):
         call_command("create_team", "a" * 150, stdout=StringIO())

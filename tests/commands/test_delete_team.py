@@ -84,6 +84,14 @@ def test_it_asks_for_the_slug_on_a_terminal_and_deletes_only_when_it_is_typed(fu
     with pytest.raises(CommandError, match="no answer: nothing was deleted"):
         _run("acme")
 
+    def ctrl_c(prompt):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("builtins.input", ctrl_c)
+    with pytest.raises(CommandError, match=r"^interrupted \(Ctrl-C\) at the question: nothing was deleted$") as raised:
+        _run("acme")
+    assert raised.value.returncode == 130 and Team.objects.filter(slug="acme").exists()
+
     monkeypatch.setattr("builtins.input", lambda prompt: " acme\n")
     assert "Deleted team 'acme'" in _run("acme")
     assert not Team.objects.filter(slug="acme").exists()

@@ -114,6 +114,10 @@ def test_scope_key_searches_each_users_own_memories(tmp_path):
         ((FIXTURES / "lessons_dev", "--weights", "semantic=1"), "--weights: not used by a graded lesson set"),
         ((TINY, "--json", "/nonexistent-folder/r.json"), "--json: cannot write .* does not exist"),
         ((TINY, "--json", str(FIXTURES)), "--json: cannot write .* it is a folder"),
+        ((TINY / "corpus.jsonl",), "corpus.jsonl: a file; name the dataset's folder"),
+        ((TINY, "--split", " "), "--split: blank"),
+        ((TINY, "--scope-key", "no_such_key"), "--scope-key: no document of beir_tiny has the metadata key"),
+        ((TINY, "--keyword-exactness", "--modes", "hybrid"), "--modes: not used by --keyword-exactness"),
     ],
 )
 def test_bad_input_is_a_command_error(args, message):
@@ -168,3 +172,13 @@ def test_ctrl_c_while_embedding_stops_the_run_instead_of_measuring_half_a_corpus
     backend = {"BACKEND": "tests.embedding_backends.InterruptedOnMarkerBackend", "BATCH_SIZE": 64}
     with override_settings(EMBEDDING_BACKEND=backend), pytest.raises(KeyboardInterrupt):
         run(tmp_path / "ds")  # manage.py turns it into its one line and status 130
+
+
+@pytest.mark.django_db
+def test_a_misspelt_section_of_a_graded_set_is_refused_not_skipped(tmp_path):
+    shutil.copytree(FIXTURES / "lessons_dev", tmp_path / "set")
+    spec = json.loads((tmp_path / "set" / "queries.json").read_text())
+    spec["grades"] = spec.pop("graded")
+    (tmp_path / "set" / "queries.json").write_text(json.dumps(spec))
+    with pytest.raises(CommandError, match=r"unknown section\(s\) 'grades'; the sections are graded, exact"):
+        run(tmp_path / "set")

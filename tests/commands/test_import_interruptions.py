@@ -12,7 +12,6 @@ from django.test import override_settings
 
 from lessons.models import Lesson, Memory
 from lessons.services import imports
-from lessons.services.memories import memory_create
 
 pytestmark = pytest.mark.django_db
 
@@ -121,3 +120,47 @@ def test_nothing_imported_is_not_called_the_others(tmp_path):
                      team="acme", create_team=True, stdout=stdout, stderr=stderr)
     assert ":1: expected a JSON object, got an array" in stderr.getvalue()
     assert ":2: title: expected a string, got a number" in stderr.getvalue()
+
+
+def test_an_empty_file_is_said_and_a_quiet_run_prints_only_what_went_wrong(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    out, said = run("import_lessons", empty, team="acme", create_team=True)
+    assert f"{empty}: no row to import (the file is empty or holds only blank lines)" in said
+    out, said = run("import_lessons", jsonl(tmp_path, [{"title": "Quiet"}]), team="acme", create_team=True,
+                    verbosity=0)
+    assert out == "" and said == ""
+    assert Lesson.objects.filter(title="Quiet").exists()
+
+
+@pytest.mark.parametrize("history, message", [
+    ({}, "history: expected a list of earlier versions, got an object"),
+    ("", "history: expected a list of earlier versions, got a string"),
+    (False, "history: expected a list of earlier versions, got a boolean"),
+])
+def test_a_history_that_is_not_a_list_is_a_bad_line_not_no_history(tmp_path, history, message):
+    path = jsonl(tmp_path, [{"content": "Now", "history": history}])
+    stdout, stderr = StringIO(), StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_memories", str(path), team="acme", create_team=True, stdout=stdout, stderr=stderr)
+    assert f"{path}:1: {message}" in stderr.getvalue()
+    assert not Memory.objects.exists()
+
+
+def test_byte_order_marks_where_files_were_joined_and_cr_line_ends_are_named(tmp_path):
+    joined = tmp_path / "joined.jsonl"
+    joined.write_bytes(b'\xef\xbb\xbf{"title": "First"}\n\xef\xbb\xbf{"title": "Second"}\n')
+    out, _ = run("import_lessons", joined, team="acme", create_team=True)
+    assert "2 created" in out
+    classic_mac = tmp_path / "mac.jsonl"
+    classic_mac.write_bytes(b'{"title": "Third"}\r{"title": "Fourth"}\r')
+    stdout, stderr = StringIO(), StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_lessons", str(classic_mac), team="acme", stdout=stdout, stderr=stderr)
+    assert f"{classic_mac}:1: the lines end in CR alone" in stderr.getvalue()
+
+
+def test_rows_written_with_the_model_off_are_said_to_wait_for_the_backfill(tmp_path):
+    with override_settings(EMBEDDINGS_ENABLED=False):
+        _, said = run("import_lessons", jsonl(tmp_path, [{"title": "Unembedded"}]), team="acme", create_team=True)
+    assert "note: the model is off (EMBEDDINGS_ENABLED=0): the 1 row(s) written are found by keywords" in said

@@ -72,5 +72,5 @@ def test_bad_options_and_other_queues_are_refused():
         with override_settings(TASKS=DATABASE_QUEUE), pytest.raises(CommandError, match="--older-than: minutes"):
             requeue("--older-than", minutes)
     with override_settings(TASKS={"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}):
-        with pytest.raises(CommandError, match="not django_tasks_db"):
-            requeue()
+        # development: nothing can be stalled, which is said and is no failure (exit 0)
+        assert "not django_tasks_db" in requeue() and "none can be stalled" in requeue()

@@ -15,7 +15,7 @@ def test_create_names_the_team_after_its_slug_unless_named():
 @pytest.mark.django_db
 @pytest.mark.parametrize("slug, message", [
     ("bad slug!", "slug: Enter a valid"),
-    ("", "slug: This field cannot be blank"),
+    ("", "slug: a team needs a slug"),
     ("x" * 101, "slug: Ensure this value has at most 100"),
     ("Acme", r"slug: Use lowercase letters \(acme, not Acme\)"),
 ])
@@ -28,7 +28,7 @@ def test_create_refuses_a_bad_slug_before_writing(slug, message):
 @pytest.mark.django_db
 def test_create_refuses_a_taken_slug():
     team_create(slug="acme")
-    with pytest.raises(TeamError, match="slug: Team with this Slug already exists"):
+    with pytest.raises(TeamError, match="slug: a team with slug 'acme' already exists"):
         team_create(slug="acme", name="Another")
     assert Team.objects.get().name == "acme"
 
@@ -60,3 +60,30 @@ def test_get_or_create_slugifies_and_returns_the_existing_team():
     assert Team.objects.count() == 1
     with pytest.raises(TeamError, match="'!!!' is not a usable team slug"):
         team_get_or_create(slug="!!!")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("slug, message", [
+    ("", r"^slug: a team needs a slug \(lowercase letters"),  # not also "name: cannot be blank"
+    ("   ", r"^slug: a team needs a slug"),
+])
+def test_a_blank_slug_is_one_message_about_the_slug(slug, message):
+    with pytest.raises(TeamError, match=message):
+        team_create(slug=slug)
+    with pytest.raises(TeamError, match=r"^--team: name a team by its slug \(it is blank\)$"):
+        team_for_slug(slug=slug)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("slug", ["de mo", "Ops Team!"])
+def test_an_unknown_slug_that_could_not_be_one_is_not_offered_to_create_team(slug):
+    with pytest.raises(TeamError) as raised:
+        team_for_slug(slug=slug)
+    assert "create_team" not in str(raised.value)
+    assert str(raised.value).endswith("; a slug is lowercase letters, digits, hyphens and underscores")
+
+
+@pytest.mark.django_db
+def test_a_slug_with_blanks_around_it_is_named_without_them():
+    with pytest.raises(TeamError, match=r"^--team: no team with slug 'demo'; create it"):
+        team_for_slug(slug=" demo ")

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 
@@ -30,11 +31,13 @@ class JsonLinesImportCommand(BaseCommand):
         except ValueError as error:  # an unknown or unusable team (TeamError)
             raise CommandError(str(error)) from error
 
+        team, loud = team.strip(), options.get("verbosity", 1) >= 1  # -v 0: only what went wrong
         for number, reason in report.errors:
             self.stderr.write(f"{path}:{number}: {reason}")
         for number, note in report.notes:
             self.stderr.write(f"{path}:{number}: note: {note}")
-        self.stdout.write(f"{self.kind} into team {team!r}: {report.summary()}")
+        if loud:
+            self.stdout.write(f"{self.kind} into team {team!r}: {report.summary()}")
         if report.interrupted_at is not None:
             raise CommandError(
                 f"interrupted (Ctrl-C) at line {report.interrupted_at}: the lines before it are imported as counted "
@@ -47,10 +50,19 @@ class JsonLinesImportCommand(BaseCommand):
                 f"embedded are found by keywords until `python manage.py backfill_embeddings --team {team}` "
                 "embeds them.", returncode=130,
             )
-        if report.team_removed:
+        written = report.created + report.updated
+        if not (written or report.unchanged or report.errors):
+            self.stderr.write(f"{path}: no row to import (the file is empty or holds only blank lines)")
+        elif written and not settings.EMBEDDINGS_ENABLED:
+            self.stderr.write(
+                f"note: the model is off (EMBEDDINGS_ENABLED=0): the {written} row(s) written are found by "
+                f"keywords until `python manage.py backfill_embeddings --team {team}` embeds them"
+            )
+        if loud and report.team_removed:
             self.stdout.write(f"team {team!r} not kept: it was created for this import and nothing was imported")
-        for kind, postings in report.impacts_refreshed.items():
-            self.stdout.write(f"keyword index: {kind} impacts refreshed ({postings} postings)")
+        if loud:
+            for kind, postings in report.impacts_refreshed.items():
+                self.stdout.write(f"keyword index: {kind} impacts refreshed ({postings} postings)")
         if not report.ok:
             imported = report.created + report.updated + report.unchanged
             others = "the others were." if imported else "no line was."

@@ -141,8 +141,8 @@ class Command(BaseCommand):
                 )
             if sample > sizes[0]:
                 raise CommandError(f"--embed-sample {sample} is larger than the smallest size, {sizes[0]}")
-            if not 0 < options["noise"] < 1:
-                raise CommandError(f"--noise must be between 0 and 1, not {options['noise']}")
+        if not 0 < options["noise"] < 1:  # checked with or without --embed-sample: a typo is a typo
+            raise CommandError(f"--noise must be between 0 and 1, not {options['noise']}")
         json_path = checked_json_path(options["json_path"])
         if options["torch_threads"]:
             import torch

@@ -44,5 +44,8 @@ class Command(BaseCommand):
             answer = input(f"Type the slug ({slug}) to delete it: ").strip()
         except EOFError:  # Ctrl-D: no answer is not a yes
             raise CommandError("no answer: nothing was deleted") from None
+        except KeyboardInterrupt:  # Ctrl-C at the question: said here, as nothing had started
+            self.stdout.write("")
+            raise CommandError("interrupted (Ctrl-C) at the question: nothing was deleted", returncode=130) from None
         if answer != slug:
             raise CommandError(f"you typed {answer!r}, not {slug!r}: nothing was deleted")

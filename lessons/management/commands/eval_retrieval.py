@@ -24,6 +24,9 @@ from lessons.search.engine import search_leg_limit
 WEIGHT_NAMES = ("semantic", "keyword", "quality")
 
 
+DEFAULT_MODES = "hybrid,semantic,text"
+
+
 def _modes(value: str) -> list[str]:
     modes = [mode.strip() for mode in value.split(",") if mode.strip()]
     unknown = [mode for mode in modes if mode not in MODES]
@@ -64,10 +67,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("dataset_dir", help="A directory in the BEIR layout.")
+        parser.add_argument("dataset_dir", help="A directory in the BEIR layout, or a graded lesson set "
+                                                "(lessons.jsonl + queries.json).")
         parser.add_argument("--split", default="test", help="Which qrels/<split>.tsv to judge by (default: test).")
         parser.add_argument("--kind", default="lessons", help="Load documents as lessons (default) or memories.")
-        parser.add_argument("--modes", default="hybrid,semantic,text", help="Comma-separated search modes.")
+        parser.add_argument("--modes", default=DEFAULT_MODES, help="Comma-separated search modes.")
         parser.add_argument("--fusion", default="weighted", help="weighted (default) or rrf.")
         parser.add_argument("--weights", default=None, help="For tuning: semantic=..,keyword=..,quality=..")
         parser.add_argument("--scope-key", default=None, help="Metadata key: one team per value of it.")
@@ -113,6 +117,11 @@ class Command(BaseCommand):
             dataset = read_dataset(Path(dataset_dir), split=split)
         except DatasetError as error:
             raise CommandError(str(error)) from error
+        if scope_key and not any(scope_key in document.metadata for document in dataset.documents):
+            # else every document would load into one team, and each query search them all
+            raise CommandError(f"--scope-key: no document of {dataset.name} has the metadata key {scope_key!r}")
+        if keyword_exactness and modes != DEFAULT_MODES:
+            raise CommandError("--modes: not used by --keyword-exactness, which measures the keyword leg alone")
 
         verbosity = int(options.get("verbosity", 1))
 

@@ -26,6 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--api-key", help="An active API key; its team is used.")
 
     def handle(self, *args, team=None, api_key=None, **options):
+        key_source = "--api-key" if api_key else API_KEY_ENVIRONMENT_VARIABLE
         api_key = api_key or (os.environ.get(API_KEY_ENVIRONMENT_VARIABLE) if not team else None)
         if bool(team) == bool(api_key):
             raise CommandError(f"give exactly one of --team SLUG or --api-key KEY (or {API_KEY_ENVIRONMENT_VARIABLE})")
@@ -37,7 +38,7 @@ class Command(BaseCommand):
         else:
             key = api_key_authenticate(raw_key=api_key.strip())
             if key is None:
-                raise CommandError("--api-key: unknown or revoked key")
+                raise CommandError(f"{key_source}: unknown or revoked key")
             team_row = key.team
         if settings.EMBEDDING_WARM_UP:  # the agent's first search should not wait for the model
             warm_up_in_background()
