@@ -5,6 +5,7 @@ and no schema has an embedding field, so vectors never leave the server.
 The agent tools (`GET /tools`, MCP) are generated from these same input classes.
 """
 
+import typing
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -88,6 +89,23 @@ def _refuse_nul(value: Any) -> Any:
     return value
 
 
+def _numeric_types(annotation) -> set[type]:
+    """int and float among a field's types (through Optional, unions and Annotated)."""
+    found = {annotation} & {int, float}
+    for argument in typing.get_args(annotation):
+        found |= _numeric_types(argument)
+    return found
+
+
+def _refuse_bool_as_number(cls, value: Any, info: ValidationInfo) -> Any:
+    """JSON's true and false are not numbers: pydantic reads them as 1 and 0, so `"frequency":
+    true` stored a frequency of 1 and `"confidence": false` a confidence of 0."""
+    field = cls.model_fields.get(info.field_name) if info.field_name else None
+    if isinstance(value, bool) and field is not None and _numeric_types(field.annotation):
+        raise PydanticCustomError("number_type", "expected a number, not true or false")
+    return value
+
+
 def _in_utc(value: datetime | None) -> datetime | None:
     """A date-time in UTC: without a time zone it is taken as UTC (as the imports do); with one, it
     is converted. PostgreSQL refuses offsets beyond 15:59 that pydantic takes (up to 23:59), and
@@ -110,6 +128,7 @@ class TextIn(Schema):
     model_config = ConfigDict(allow_inf_nan=False)
 
     _no_nul = field_validator("*")(_refuse_nul)
+    _no_bool_numbers = field_validator("*", mode="before")(classmethod(_refuse_bool_as_number))
 
 
 class StrictIn(TextIn):

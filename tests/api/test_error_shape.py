@@ -37,6 +37,19 @@ def test_a_number_that_is_not_finite_is_refused_as_such(api, number):
     assert response.json()["errors"] == [{"field": "confidence", "message": "Input should be a finite number"}]
 
 
+@pytest.mark.parametrize("path, body, field", [
+    ("/lessons", '{"title": "x", "frequency": true}', "frequency"),
+    ("/lessons", '{"title": "x", "confidence": false}', "confidence"),
+    ("/memories", '{"content": "x", "importance": true}', "importance"),
+    ("/search", '{"query": "x", "limit": true}', "limit"),
+])
+def test_true_and_false_are_not_numbers(api, path, body, field):
+    response = api.post(path, body)  # pydantic read them as 1 and 0: "frequency": true stored 1
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{"field": field, "message": "expected a number, not true or false"}]
+    assert api.post("/lessons", '{"title": "x", "frequency": 2, "confidence": 1}').status_code == 201
+
+
 def test_an_empty_body_is_a_400_not_a_list_of_missing_fields(api):
     response = api.client.post("/api/v1/lessons", data="", content_type="application/json")
     assert response.status_code == 400
