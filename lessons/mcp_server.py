@@ -71,7 +71,7 @@ def build_server(*, team: Team) -> Server:
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in TOOLS_BY_NAME:
             known = ", ".join(sorted(TOOLS_BY_NAME))
-            return _error(errors.error_body(f"name: no tool {params.name!r}; the tools are {known}"))
+            return _error(errors.field_error("name", f"no tool {params.name!r}; the tools are {known}"))
         try:
             result = await sync_to_async(_call, thread_sensitive=True)(
                 team=team, name=params.name, arguments=params.arguments

@@ -21,6 +21,7 @@ from lessons.api.curation_schemas import (
     MemoryMergeIn,
     MemoryMergeOut,
 )
+from lessons.api.query_parameters import takes_query
 from lessons.api.schemas import AUTHENTICATED, INVALID, MAX_ID, NOT_FOUND, WITH_BODY, MemoryOut, PathId
 from lessons.models import DuplicateKind, Lesson, Memory
 from lessons.selectors.curation import lesson_duplicate_pairs, memory_duplicate_pairs
@@ -63,6 +64,7 @@ def _pairs_out(pairs, threshold: float) -> dict:
     response={200: LessonDuplicatesOut, **INVALID, **AUTHENTICATED},
     summary="Pairs of lessons that say the same thing",
 )
+@takes_query(DuplicatesQuery)
 def lesson_duplicates(request, params: Query[DuplicatesQuery]):
     """Pairs of the team's confirmed and proposed lessons whose embeddings are closer than
     `threshold` (cosine distance), closest first; pairs marked "not a duplicate" are left out."""
@@ -117,6 +119,7 @@ def merge_lessons(request, payload: LessonMergeIn, lesson_id: PathId = LessonId)
     response={200: MemoryDuplicatesOut, **INVALID, **AUTHENTICATED},
     summary="Pairs of current memories that say the same thing",
 )
+@takes_query(DuplicatesQuery)
 def memory_duplicates(request, params: Query[DuplicatesQuery]):
     pairs = memory_duplicate_pairs(team=request.auth.team, threshold=params.threshold, limit=params.limit)
     return _pairs_out(pairs, params.threshold)

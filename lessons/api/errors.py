@@ -43,17 +43,26 @@ def _summary(errors: list[dict]) -> str:
     return "; ".join(f"{error['field']}: {error['message']}" for error in errors)
 
 
+def _message(error: dict) -> str:
+    """pydantic's message, without the "Value error, " it puts before a validator's own words
+    ("filters.phase: Value error, unknown phase ..."): the field is named already."""
+    message = error["msg"]
+    if error.get("type") in ("value_error", "assertion_error"):
+        message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return message
+
+
 def ninja_validation_errors(errors: list[dict]) -> dict:
     """From ninja's errors, whose `loc` starts with where the value came from (body, query, path)."""
     described = [
-        {"field": _field_name(error["loc"][1:], drop_parameter=True), "message": error["msg"]} for error in errors
+        {"field": _field_name(error["loc"][1:], drop_parameter=True), "message": _message(error)} for error in errors
     ]
     return error_body(_summary(described), described)
 
 
 def pydantic_validation_errors(error: pydantic.ValidationError) -> dict:
     described = [
-        {"field": _field_name(item["loc"]), "message": item["msg"]} for item in error.errors(include_url=False)
+        {"field": _field_name(item["loc"]), "message": _message(item)} for item in error.errors(include_url=False)
     ]
     return error_body(_summary(described), described)
 

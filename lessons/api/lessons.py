@@ -5,6 +5,7 @@ from ninja.pagination import paginate
 
 from lessons.api import operations
 from lessons.api.pagination import Pages
+from lessons.api.query_parameters import takes_query
 from lessons.api.schemas import (
     AUTHENTICATED,
     CONFLICT,
@@ -33,6 +34,7 @@ LessonId = Path(..., ge=1, le=MAX_ID, description="The lesson's id.")
 
 @router.get("/lessons", response={200: list[LessonOut], **INVALID, **AUTHENTICATED})
 @paginate(Pages)
+@takes_query(LessonFilters, Pages.Input)
 def list_lessons(request, filters: Query[LessonFilters]):
     return lesson_list(team=request.auth.team, filters=filters)
 
@@ -48,11 +50,13 @@ def propose_lesson(request, payload: LessonProposeIn):
 
 
 @router.get("/lessons/relevant", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@takes_query(RelevantLessonsQuery)
 def relevant_lessons(request, params: Query[RelevantLessonsQuery]):
     return operations.relevant_lessons(team=request.auth.team, payload=params)
 
 
 @router.get("/lessons/patterns", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@takes_query(PatternsQuery)
 def lesson_patterns(request, params: Query[PatternsQuery]):
     return operations.lesson_patterns(team=request.auth.team, payload=params)
 
@@ -63,6 +67,7 @@ def session_lessons(request, payload: SessionIn):
 
 
 @router.get("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@takes_query()  # only the path: a query string is a mistake
 def get_lesson(request, lesson_id: PathId = LessonId):
     return lesson_get(team=request.auth.team, lesson_id=lesson_id)
 

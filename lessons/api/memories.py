@@ -7,6 +7,7 @@ from ninja.pagination import paginate
 
 from lessons.api import operations
 from lessons.api.pagination import Pages
+from lessons.api.query_parameters import takes_query
 from lessons.api.schemas import (
     AUTHENTICATED,
     CONFLICT,
@@ -40,6 +41,7 @@ MemoryId = Path(..., ge=1, le=MAX_ID, description="The memory's id (its current 
 
 @router.get("/memories", response={200: list[MemoryOut], **INVALID, **AUTHENTICATED})
 @paginate(Pages)
+@takes_query(MemoryFilters, Pages.Input)
 def list_memories(request, filters: Query[MemoryFilters]):
     return memory_list(team=request.auth.team, filters=filters)
 
@@ -50,11 +52,13 @@ def create_memory(request, payload: MemoryIn):
 
 
 @router.get("/memories/friends", response={200: PeopleOut, **INVALID, **AUTHENTICATED})
+@takes_query(MemoryLimitQuery)
 def friends(request, params: Query[MemoryLimitQuery]):
     return operations.friends(team=request.auth.team, payload=params)
 
 
 @router.get("/memories/panic-attacks", response={200: MemoryListOut, **INVALID, **AUTHENTICATED})
+@takes_query(PanicAttacksQuery)
 def panic_attacks(request, params: Query[PanicAttacksQuery]):
     """Every memory whose emotions or categories hold a panic term (settings.MEMORY_PANIC_TERMS),
     in the order they happened."""
@@ -62,21 +66,25 @@ def panic_attacks(request, params: Query[PanicAttacksQuery]):
 
 
 @router.get("/memories/interests", response={200: MemoryListOut, **INVALID, **AUTHENTICATED})
+@takes_query(MemoryLimitQuery)
 def interests(request, params: Query[MemoryLimitQuery]):
     return operations.interests(team=request.auth.team, payload=params)
 
 
 @router.get("/memories/events", response={200: MemoryListOut, **INVALID, **AUTHENTICATED})
+@takes_query(EventsQuery)
 def events(request, params: Query[EventsQuery]):
     return operations.events(team=request.auth.team, payload=params)
 
 
 @router.get("/memories/by-person", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@takes_query(ByPersonQuery)
 def by_person(request, params: Query[ByPersonQuery]):
     return operations.by_person(team=request.auth.team, payload=params)
 
 
 @router.get("/memories/by-emotion", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@takes_query(ByEmotionQuery)
 def by_emotion(request, params: Query[ByEmotionQuery]):
     return operations.by_emotion(team=request.auth.team, payload=params)
 
@@ -87,6 +95,7 @@ def search_versions(request, payload: SearchVersionsIn):
 
 
 @router.get("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@takes_query()  # only the path: a query string is a mistake
 def get_memory(request, memory_id: PathId = MemoryId):
     return memory_get(team=request.auth.team, memory_id=memory_id)
 
@@ -106,5 +115,6 @@ def delete_memory(request, memory_id: PathId = MemoryId):
 
 
 @router.get("/memories/{memory_id}/versions", response={200: list[MemoryVersionOut], **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@takes_query()  # only the path: a query string is a mistake
 def versions(request, memory_id: PathId = MemoryId):
     return memory_versions(memory=memory_get(team=request.auth.team, memory_id=memory_id))

@@ -392,7 +392,9 @@ class SearchFiltersIn(StrictIn):
 
     statuses: list[LessonStatusName] = Field(["confirmed"], min_length=1, description="Lessons only.")
     categories: Terms = Field([], description="Lessons: category is one of; memories: shares one.")
-    phase: OptionalTerm | None = Field(None, description="Lessons: a project phase.")
+    phase: OptionalTerm | None = Field(
+        None, description=f"Lessons: a project phase, one of: {', '.join(settings.SEARCH_PHASE_CATEGORIES)}."
+    )
     tech_stacks: Terms = Field([], description="Lessons: shares one.")
     project_types: Terms = Field([], description="Lessons: shares one.")
     tags: Terms = Field([], description="Lessons: shares one.")
@@ -502,7 +504,9 @@ class SearchOut(Schema):
 class RelevantLessonsQuery(TextIn):
     project_type: OptionalTerm | None = Field(None, description="e.g. saas, api, cli")
     tech_stack: Terms = Field([], description="e.g. nextjs, postgresql")
-    phase: OptionalTerm | None = Field(None, description="e.g. discovery, build, deploy")
+    phase: OptionalTerm | None = Field(
+        None, description=f"A project phase, one of: {', '.join(settings.SEARCH_PHASE_CATEGORIES)}."
+    )
     limit: Limit = 15
 
 

@@ -4,11 +4,13 @@ over MCP. Parameters are generated from the endpoint's own schema (minus the val
 such as `kind` for `search_lessons`), so a tool cannot drift from its endpoint.
 """
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.serializers.json import DjangoJSONEncoder
 from ninja import Router, Schema
 from pydantic import TypeAdapter
 
@@ -108,9 +110,12 @@ class AgentTool:
         # Search-shaped answers are recorded under the caller's name (see operations._recorded).
         extra = {"source": source} if self.output is SearchOut else {}
         result = self.operation(team=team, payload=payload, **extra)
-        return TypeAdapter(self.output).dump_python(
-            TypeAdapter(self.output).validate_python(result, from_attributes=True), mode="json"
+        # Written as the API writes it (DjangoJSONEncoder: timestamps in milliseconds with Z); pydantic's
+        # own JSON mode wrote microseconds, so one client parser could not read both surfaces.
+        data = TypeAdapter(self.output).dump_python(
+            TypeAdapter(self.output).validate_python(result, from_attributes=True)
         )
+        return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
 
 
 AGENT_TOOLS: tuple[AgentTool, ...] = (

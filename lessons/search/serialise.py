@@ -32,8 +32,7 @@ def search_hit_as_dict(hit: SearchHit) -> dict:
         "fields": _plain({key: value for key, value in hit.fields.items() if key != "embedding"}),
         "collapsed_ids": list(hit.collapsed_ids),  # always there, as in the API's answer
     }
-    if hit.explanation is not None:
-        data["explanation"] = _plain(hit.explanation)
+    data["explanation"] = None if hit.explanation is None else _plain(hit.explanation)  # null, as in the API
     return data
 
 

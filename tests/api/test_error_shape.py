@@ -159,3 +159,32 @@ def test_head_is_answered_wherever_get_is_with_the_headers_and_no_body(api, anon
     refused = api.client.head("/api/v1/search")  # a POST endpoint
     assert refused.status_code == 405 and refused["Allow"] == "POST"
     assert api.client.delete("/api/v1/health")["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize("path, params, name", [
+    ("/lessons/relevant", {"limt": "2"}, "limt"),
+    ("/lessons/patterns", {"feature": "Authentication", "tech_stak": "nextjs"}, "tech_stak"),
+    ("/memories/by-person", {"name": "Jonas", "limt": "1"}, "limt"),
+    ("/lessons", {"limit": "5", "colour": "red"}, "colour"),
+    ("/memories/friends", {"sort": "name"}, "sort"),
+])
+def test_a_misspelt_query_parameter_is_refused_by_name_not_ignored(api, path, params, name):
+    response = api.get(path, params)
+    assert response.status_code == 422
+    [error] = response.json()["errors"]
+    assert error["field"] == name and error["message"].startswith(f"not a parameter of /api/v1{path}; it takes ")
+    known = {key: value for key, value in params.items() if key != name}
+    assert api.get(path, {**known, "team": "ignored-for-keys"}).status_code == 200  # limit, team: fine
+
+
+def test_a_detail_endpoint_takes_no_query_parameters(api, team):
+    lesson = LessonFactory(team=team)
+    response = api.get(f"/lessons/{lesson.pk}", {"fields": "title"})
+    assert response.status_code == 422 and response.json()["errors"][0]["field"] == "fields"
+    assert api.get(f"/lessons/{lesson.pk}").status_code == 200
+
+
+def test_a_validators_own_words_come_without_pydantics_prefix(api):
+    response = api.post("/search", {"query": "x", "filters": {"phase": "deploy"}})
+    [error] = response.json()["errors"]
+    assert error["field"] == "filters.phase" and error["message"].startswith("unknown phase 'deploy'; use one of")

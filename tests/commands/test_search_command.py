@@ -174,3 +174,8 @@ def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(demo_team):
 def test_json_hits_carry_collapsed_ids_as_the_api_does(team, lessons):
     data = json.loads(run("images", "--team", team.slug, "--json", "--mode", "text", "--tech-stack", " Docker "))
     assert data["results"] and all(result["collapsed_ids"] == [] for result in data["results"])
+
+
+def test_json_hits_carry_a_null_explanation_as_the_api_does(team, lessons):
+    data = json.loads(run("images", "--team", team.slug, "--json", "--mode", "text"))
+    assert data["results"] and all(result["explanation"] is None for result in data["results"])

@@ -97,6 +97,7 @@ def test_bad_arguments_are_a_tool_error_naming_the_field(team):
     assert _payload(confidence)["errors"][0]["field"] == "confidence"
     assert _payload(category)["errors"][0]["field"] == "category"
     assert "search_lessons" in _payload(unknown)["detail"]
+    assert _payload(unknown)["errors"][0]["field"] == "name"  # named like every other refusal
     assert not Lesson.objects.exists()
 
 
@@ -289,3 +290,17 @@ def test_a_value_the_database_refuses_is_the_callers_error_not_an_outage(team, m
     assert result.is_error
     assert _payload(result)["detail"].startswith(words)
     assert "unavailable" not in _payload(result)["detail"]
+
+
+def test_timestamps_are_written_as_the_api_writes_them(team):
+    """Milliseconds and Z on both surfaces: MCP used to write microseconds, the API milliseconds."""
+    from tests.api.conftest import JsonClient
+
+    async def session(client):
+        return await client.call_tool("store_lesson", {"title": "Pin the base image digest"})
+
+    stored = _payload(_run(session)(team))
+    assert stored["created_at"].endswith("Z") and len(stored["created_at"]) == len("2026-11-24T14:33:46.433Z")
+    _, raw_key = api_key_create(team=team, name="agent")
+    read = JsonClient(raw_key).get(f"/lessons/{stored['id']}").json()
+    assert (stored["created_at"], stored["updated_at"]) == (read["created_at"], read["updated_at"])
