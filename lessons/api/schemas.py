@@ -69,6 +69,9 @@ Term = Annotated[
 Terms = Annotated[list[Term], Field(max_length=MAX_TERMS)]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many results, 1..{MAX_LIMIT}.")]
+# A query is trimmed before its length is checked: "   " is refused like "" (it used to be taken as
+# no query at all, and answered the most recent rows).
+QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS)]
 # One optional term (a project type, a phase): "  " is refused naming its field, not taken as a term.
 OptionalTerm = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TERM_CHARS)]
 
@@ -432,11 +435,7 @@ class SearchWeightsIn(StrictIn):
 
 
 class SearchIn(StrictIn):
-    query: str = Field(
-        min_length=1,
-        max_length=MAX_QUERY_CHARS,
-        description=f"What to look for, in words (at most {MAX_QUERY_CHARS} characters).",
-    )
+    query: QueryText = Field(description=f"What to look for, in words (at most {MAX_QUERY_CHARS} characters).")
     kind: KindName = "lessons"
     mode: ModeName = Field("hybrid", description="hybrid (meaning + words + quality), semantic, or text.")
     limit: Limit = 10
@@ -444,8 +443,8 @@ class SearchIn(StrictIn):
         "", max_length=MAX_CONTEXT_CHARS, description="Your situation (file, conversation): searched as a second query."
     )
     filters: SearchFiltersIn = Field(default_factory=SearchFiltersIn)
-    tech_stack: Terms = Field([], description="Your tech stack: lessons that share it rank higher.")
-    project_type: OptionalTerm | None = None
+    tech_stack: Terms = Field([], description="Lessons only: your tech stack; lessons that share it rank higher.")
+    project_type: OptionalTerm | None = Field(None, description="Lessons only: your project type, e.g. saas.")
     fusion: FusionName = "weighted"
     weights: SearchWeightsIn | None = Field(None, description="Leave out for the tuned defaults.")
     explain: bool = Field(False, description="Return how each score was made.")
@@ -511,7 +510,7 @@ class RelevantLessonsQuery(TextIn):
 
 
 class PatternsQuery(TextIn):
-    feature: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS)] = Field(
+    feature: QueryText = Field(
         description="The feature you are about to build, e.g. Authentication."
     )
     tech_stack: Terms = []
@@ -581,7 +580,7 @@ class ByEmotionQuery(TextIn):
 
 
 class SearchVersionsIn(StrictIn):
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")
+    query: QueryText = Field(description="What to look for.")
     limit: Limit = 10
 
 

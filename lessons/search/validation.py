@@ -55,6 +55,14 @@ def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
     if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor <= 1):
         raise SearchRequestError("similarity_floor", f"must be a number from 0 to 1, got {floor!r}")
     filters = request.filters
+    if request.kind == "memories":
+        # Memories have no tech stack, project type or phase: given for them, these changed nothing
+        # and the search answered as if they were not there (the API refuses them too, by name).
+        for name, value in (("tech_stack", request.tech_stack), ("project_type", request.project_type),
+                            ("phase", filters.phase), ("tech_stacks", filters.tech_stacks),
+                            ("project_types", filters.project_types), ("tags", filters.tags)):
+            if value:
+                raise SearchRequestError(name, f"lessons only; this search is of {request.kind}")
     if request.kind == "lessons":
         bad = sorted(set(filters.statuses) - set(LessonStatus.values))
         if bad or not filters.statuses:

@@ -188,3 +188,20 @@ def test_a_validators_own_words_come_without_pydantics_prefix(api):
     response = api.post("/search", {"query": "x", "filters": {"phase": "deploy"}})
     [error] = response.json()["errors"]
     assert error["field"] == "filters.phase" and error["message"].startswith("unknown phase 'deploy'; use one of")
+
+
+def test_a_blank_query_is_refused_like_an_empty_one(api):
+    for body in ({"query": ""}, {"query": "   "}):
+        response = api.post("/search", body)  # "   " used to answer the ten most recent rows
+        assert response.status_code == 422 and response.json()["errors"][0]["field"] == "query"
+    assert api.post("/memories/search-versions", {"query": " \t "}).status_code == 422
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"query": "family trip", "kind": "memories", "tech_stack": ["nextjs"]}, "tech_stack"),
+    ({"query": "family trip", "kind": "memories", "project_type": "saas"}, "project_type"),
+])
+def test_a_lesson_callers_context_on_a_memory_search_is_refused_not_ignored(api, body, field):
+    response = api.post("/search", body)
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{"field": field, "message": "lessons only; this search is of memories"}]

@@ -80,6 +80,10 @@ def test_options_reach_the_engine(team, lessons):
         (["--category", " "], "--category: a blank value matches nothing"),
         (["--tech-stack", "x" * 65], "--tech-stack: x{20}…: at most 64 characters"),
         (["--project-type", "saas!"], "--project-type: 'saas!': Use ASCII letters"),
+        # Lesson-only options on a memory search changed nothing; the API refuses them too.
+        (["--kind", "memories", "--phase", "build"], "--phase: lessons only; this search is of memories"),
+        (["--kind", "memories", "--tech-stack", "nextjs"], "--tech-stack: lessons only"),
+        (["--kind", "memories", "--project-type", "saas"], "--project-type: lessons only"),
     ],
 )
 def test_bad_options_are_command_errors(team, lessons, args, field):
