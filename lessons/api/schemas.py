@@ -170,6 +170,8 @@ CONFLICT = {409: ErrorOut}  # two writers racing for one external_id: the second
 
 
 class LessonOut(ModelSchema):
+    id: int  # a stored row's: not nullable, as the model's optional primary key would say
+    status: LessonStatusName
     project_types: list[str]
     tech_stacks: list[str]
     tags: list[str]
@@ -292,6 +294,7 @@ class LessonFilters(FilterSchema):
 
 
 class MemoryOut(ModelSchema):
+    id: int
     categories: list[str]
     people: list[str]
     emotions: list[str]
@@ -453,13 +456,13 @@ class SearchIn(StrictIn):
 class SearchHitOut(Schema):
     model_config = ConfigDict(extra="allow")
 
+    # Every field is in every hit: required in the OpenAPI document, with the values it can take.
     id: int
-    external_id: str | None = None
-    kind: str
-    fields: dict = {}
-    score: float = 0.0
-    relevance: str = Field(
-        "",
+    external_id: str | None
+    kind: Literal["lesson", "memory"]
+    fields: dict
+    score: float
+    relevance: Literal["high", "medium", "low"] = Field(
         description="high | medium | low: what a curator would call the hit, from its own evidence on fixed "
         "scales, never relative to the other hits: its cosine to the query and its BM25 against the query's "
         "attainable maximum, weighted as the search weighs meaning and words (without the model: words "
@@ -467,10 +470,9 @@ class SearchHitOut(Schema):
         "do not count. A hit carrying every query term exactly (a tag, tech stack or title word) is at "
         "least medium.",
     )
-    found_by: list[str] = []
-    collapsed_ids: list[int] = Field([], description="Ids of the same-title lessons folded into this hit.")
+    found_by: list[Literal["primary", "contextual"]]
+    collapsed_ids: list[int] = Field(description="Ids of the same-title lessons folded into this hit.")
     explanation: dict | None = Field(
-        None,
         description="With explain: how the score was made. The parts on 0..1 (semantic, keyword with "
         "matched_terms, metadata, quality), penalty, weights and weighted_score; similarity, "
         "feedback_similarity, bm25 and bm25_max where measured; legs and found_by; exact_term. In a hybrid "
@@ -482,16 +484,16 @@ class SearchHitOut(Schema):
 class SearchOut(Schema):
     model_config = ConfigDict(extra="allow")
 
-    mode: str = ""
-    degraded: bool = False
-    degraded_reason: str | None = None
-    fallback: str | None = None
-    timings_ms: dict[str, float] = {}
-    results: list[SearchHitOut] = []
-    candidates: dict[str, int] = {}
-    context_keywords: list[str] = []
-    search_id: str | None = Field(
-        None,
+    mode: ModeName
+    degraded: bool
+    degraded_reason: str | None
+    fallback: Literal["recency"] | None = Field(description="recency: nothing matched (or no query); the most "
+                                                            "recently updated rows, labelled low.")
+    timings_ms: dict[str, float]
+    results: list[SearchHitOut]
+    candidates: dict[str, int]
+    context_keywords: list[str]
+    search_id: UUID | None = Field(
         description="Send it to POST /feedback (MCP: report_usage) with the ids of the results you used; "
         "null only when the search could not be recorded.",
     )

@@ -140,3 +140,23 @@ def test_the_docs_page_has_a_team_picker_for_staff_only(admin_user, team):
     staff.force_login(admin_user)
     page = staff.get("/api/v1/docs").content.decode()
     assert 'id="staff-team"' in page and f'<option value="{team.slug}">' in page and 'data-initial="acme"' in page
+
+
+def test_search_answers_are_described_as_strictly_as_they_are_written(anonymous, api):
+    """Every field of a search answer is in every answer, with the values it can take: the document
+    said `relevance` was any string defaulting to "", and nothing was required."""
+    schemas = anonymous.get("/openapi.json").json()["components"]["schemas"]
+    hit, answer = schemas["SearchHitOut"], schemas["SearchOut"]
+    assert set(hit["required"]) >= {"id", "kind", "score", "relevance", "found_by", "collapsed_ids", "explanation"}
+    assert hit["properties"]["relevance"]["enum"] == ["high", "medium", "low"]
+    assert hit["properties"]["kind"]["enum"] == ["lesson", "memory"]
+    assert set(answer["required"]) >= {"mode", "results", "search_id", "fallback", "degraded"}
+    assert answer["properties"]["mode"]["enum"] == ["hybrid", "semantic", "text"]
+    search_id = answer["properties"]["search_id"]
+    assert {"type": "string", "format": "uuid"} in search_id["anyOf"]
+    assert schemas["LessonOut"]["properties"]["id"] == {"title": "Id", "type": "integer"}
+    assert schemas["LessonOut"]["properties"]["status"]["enum"] == ["proposed", "confirmed", "rejected"]
+    # and the answers hold to it
+    body = api.post("/search", {"query": "anything at all", "explain": True}).json()
+    for name in answer["required"]:
+        assert name in body
