@@ -44,6 +44,10 @@ if not DEBUG and not ALLOWED_HOSTS:
     )
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 CSRF_FAILURE_VIEW = "memory_site.error_pages.csrf_failure"  # JSON under /api/
+# An admin confirmation page posts back one field per selected row: at Django's 1,000 a "select
+# all" of a big team's proposals (or a bulk delete) failed with a bare 400 after the curator said
+# yes. The admin's actions refuse a selection above this before asking (lessons/admin/common.py).
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 20_000
 
 INSTALLED_APPS = [
     "memory_site.apps.AdminConfig",  # django.contrib.admin, its modules loaded with the URLconf

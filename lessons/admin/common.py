@@ -1,9 +1,30 @@
 """Shared pieces of the admin classes."""
 
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.forms import SimpleArrayField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+
+
+def confirmed_selection_max() -> int:
+    """A confirmation page posts one field per row back, and a few of its own (settings)."""
+    return settings.DATA_UPLOAD_MAX_NUMBER_FIELDS - 100
+
+
+def selection_too_large(model_admin, request, queryset) -> bool:
+    """Say so, and stop before the confirmation page, when a selection is more than one can confirm."""
+    selected, most = queryset.count(), confirmed_selection_max()
+    if selected <= most:
+        return False
+    model_admin.message_user(
+        request,
+        f"{selected:,} rows are selected; one action takes at most {most:,}. "
+        "Narrow the list with a filter or a search, and run it again.",
+        messages.ERROR,
+    )
+    return True
 
 
 def changed_values(form) -> dict:

@@ -1,9 +1,16 @@
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.actions import delete_selected as django_delete_selected
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from lessons.admin.common import ReadableInputsMixin, TeamChosenOnceMixin, WideChangeListMixin, changed_values
+from lessons.admin.common import (
+    ReadableInputsMixin,
+    TeamChosenOnceMixin,
+    WideChangeListMixin,
+    changed_values,
+    selection_too_large,
+)
 from lessons.admin.duplicates import lesson_duplicates_view
 from lessons.admin.proposals import proposals_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
@@ -29,7 +36,7 @@ class LessonAdmin(
     readonly_fields = (
         "created_at", "updated_at", "embedding_status", "embedding_model", "embedded_at", "content_hash", *USAGE_FIELDS
     )
-    actions = ("accept_selected", "reject_selected", "reembed_selected")
+    actions = ("delete_selected", "accept_selected", "reject_selected", "reembed_selected")
     fieldsets = (
         (None, {"fields": ("team", "external_id", "title", "category", "status")}),
         ("Lesson", {"fields": ("description", "context", "recommendation")}),
@@ -64,6 +71,8 @@ class LessonAdmin(
     @admin.action(description="Accept selected proposals…", permissions=["change"])
     def accept_selected(self, request, queryset):
         """Asks first, listing what will change; only proposals are accepted."""
+        if selection_too_large(self, request, queryset):
+            return None
         selected = list(queryset.select_related("team").order_by("title"))
         proposals = [lesson for lesson in selected if lesson.status == LessonStatus.PROPOSED]
         if not proposals:
@@ -87,6 +96,12 @@ class LessonAdmin(
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         }
         return TemplateResponse(request, "admin/lessons/lesson/accept_confirmation.html", context)
+
+    @admin.action(description=django_delete_selected.short_description, permissions=["delete"])
+    def delete_selected(self, request, queryset):
+        if selection_too_large(self, request, queryset):
+            return None
+        return django_delete_selected(self, request, queryset)
 
     @admin.action(description="Reject selected proposals", permissions=["change"])
     def reject_selected(self, request, queryset):

@@ -5,6 +5,7 @@ proposal's)."""
 
 from django import forms
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -47,6 +48,10 @@ def proposals_view(model_admin, request):
         pages=pages,
         first_shown=(page - 1) * PAGE_SIZE + 1,
         last_shown=(page - 1) * PAGE_SIZE + len(reviews),
+        # The first and last pages and those around this one, as the admin's lists do: every page
+        # number in one line made the page 3,800 px wide at 107 pages.
+        page_range=list(Paginator(range(total), PAGE_SIZE).get_elided_page_range(page, on_each_side=2, on_ends=1)),
+        ellipsis=Paginator.ELLIPSIS,
         can_change=model_admin.has_change_permission(request),
         can_merge=model_admin.has_change_permission(request) and model_admin.has_delete_permission(request),
     )

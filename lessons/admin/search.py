@@ -205,5 +205,5 @@ def memory_search_filters(request) -> SearchFilters:
     importance = request.GET.get("importance__exact", "")
     return SearchFilters(
         min_importance=int(importance) if importance.isdigit() and 1 <= int(importance) <= 10 else None,
-        include_versions=request.GET.get("version_state") == "earlier",
+        include_versions=request.GET.get("version_state") in ("earlier", "all"),
     )

@@ -59,6 +59,12 @@ class AdminListSearch:
     degraded_reason: str | None = None
     took_ms: float = 0.0
     error: SearchRequestError | None = None
+    limit: int = 0  # the most rows one search shows (one page of the list)
+
+    @property
+    def at_limit(self) -> bool:
+        """The hits fill the page: more rows may match, below the ones shown."""
+        return bool(self.rows) and len(self.rows) >= self.limit
 
     @property
     def ids(self) -> list[int]:
@@ -75,7 +81,7 @@ def admin_list_search(
     nothing); those are not hits, so they are left out. A bad request (a query too long, ...) is
     returned in `error`, not raised, for the admin to show."""
     started = perf_counter()
-    result = AdminListSearch(query=query, kind=kind)
+    result = AdminListSearch(query=query, kind=kind, limit=limit)
     collected = []  # (exact-term tier, -score, order found, hit, team slug)
     for team in teams:
         request = SearchRequest(team=team, query=query, kind=kind, limit=limit, filters=filters, explain=True)
