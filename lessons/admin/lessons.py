@@ -71,7 +71,8 @@ class LessonAdmin(
     @admin.action(description="Accept selected proposals…", permissions=["change"])
     def accept_selected(self, request, queryset):
         """Asks first, listing what will change; only proposals are accepted."""
-        if selection_too_large(self, request, queryset):
+        # only the proposals are posted back by the confirmation, so only they count against its size
+        if selection_too_large(self, request, queryset.filter(status=LessonStatus.PROPOSED)):
             return None
         selected = list(queryset.select_related("team").order_by("title"))
         proposals = [lesson for lesson in selected if lesson.status == LessonStatus.PROPOSED]

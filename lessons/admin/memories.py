@@ -15,12 +15,21 @@ from lessons.admin.duplicates import memory_duplicates_view
 from lessons.admin.history import restore_version_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
 from lessons.admin.usage import USAGE_FIELDS, USAGE_LIST_FIELDS
-from lessons.admin.search import CuratedTeamFilter, EngineSearchMixin, memory_search_filters
+from lessons.admin.search import CuratedTeamFilter, EngineSearchChangeList, EngineSearchMixin, memory_search_filters
 from lessons.models import Memory
 from lessons.services import memories as memory_services
 
 
 LIST_CONTENT_CHARS = 300
+
+
+class MemoryChangeList(EngineSearchChangeList):
+    def get_results(self, request):
+        super().get_results(request)
+        # "(N total)" links to the list without filters, which shows current memories (the version
+        # filter's default): count those, not every version ("120 results (147 total)" led back to 120).
+        if self.show_full_result_count:
+            self.full_result_count = self.root_queryset.filter(current_version__isnull=True).count()
 
 
 class MemoryCurrentFilter(admin.SimpleListFilter):
@@ -47,8 +56,8 @@ class MemoryCurrentFilter(admin.SimpleListFilter):
         for choice in super().choices(changelist):
             if choice["query_string"] == changelist.get_query_string(remove=[self.parameter_name]):
                 continue
-            if self.value() is None and "version_state=current" in choice["query_string"]:
-                choice["selected"] = True
+            if self.value() not in ("earlier", "all") and "version_state=current" in choice["query_string"]:
+                choice["selected"] = True  # also for a value it does not know, which lists current ones
             yield choice
 
 
@@ -80,6 +89,9 @@ class MemoryAdmin(
     )
 
     search_kind = "memories"
+
+    def get_changelist(self, request, **kwargs):
+        return MemoryChangeList
 
     # The list's first column: a 3,400-character memory made one row 1,200 px tall. The change
     # form shows the whole text.

@@ -205,5 +205,8 @@ def memory_search_filters(request) -> SearchFilters:
     importance = request.GET.get("importance__exact", "")
     return SearchFilters(
         min_importance=int(importance) if importance.isdigit() and 1 <= int(importance) <= 10 else None,
+        # the list's version filter, searched as it lists: "Earlier versions" searches them alone (the
+        # best 50 of current and earlier together, then filtered, left a handful and missed others)
         include_versions=request.GET.get("version_state") in ("earlier", "all"),
+        only_versions=request.GET.get("version_state") == "earlier",
     )

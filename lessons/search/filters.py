@@ -83,7 +83,9 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
         if filters.until:
             add("t.updated_at < %s", filters.until)
     else:
-        if not filters.include_versions:
+        if filters.only_versions:  # no signature mask: a version's postings carry no "current" value
+            parts.append("t.current_version_id IS NOT NULL")
+        elif not filters.include_versions:
             parts.append("t.current_version_id IS NULL")
             masks.append((value_bits("current", "yes"),))
         if filters.categories:

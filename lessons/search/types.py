@@ -46,6 +46,7 @@ class SearchFilters:
     since: datetime | None = None  # memories: occurred_at (else created_at); lessons: updated_at
     until: datetime | None = None
     include_versions: bool = False  # memories: also earlier versions of each memory
+    only_versions: bool = False  # memories: earlier versions alone (the admin's "Earlier versions")
 
     @property
     def narrows(self) -> bool:

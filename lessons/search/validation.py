@@ -64,6 +64,8 @@ def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
             if value:
                 raise SearchRequestError(name, f"lessons only; this search is of {request.kind}")
     if request.kind == "lessons":
+        if filters.only_versions or filters.include_versions:
+            raise SearchRequestError("include_versions", "memories only; lessons have no versions")
         bad = sorted(set(filters.statuses) - set(LessonStatus.values))
         if bad or not filters.statuses:
             raise SearchRequestError(

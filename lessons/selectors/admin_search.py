@@ -96,7 +96,10 @@ def admin_list_search(
         if response.fallback:
             continue
         for hit in response.results:
-            tier = 0 if (hit.explanation or {}).get("exact_term") else 1
+            # the engine's tiers, kept when teams are merged: exact terms, then a one-word query's
+            # rows that say the word, then the rest, each by score
+            explanation = hit.explanation or {}
+            tier = 0 if explanation.get("exact_term") else 1 if explanation.get("says_query") else 2
             for row_id in [hit.id, *[other for other in hit.collapsed_ids if other != hit.id]]:
                 collected.append((tier, -hit.score, len(collected), row_id, hit, team.slug))
     collected.sort(key=lambda item: item[:3])

@@ -158,3 +158,12 @@ def test_the_hits_fit_on_one_page_with_their_collapsed_duplicates_and_across_tea
     per_page = response.context["cl"].list_per_page
     assert response.context["cl"].result_count == per_page == len(_listed(response))
     assert {row.team.slug for row in _listed(response)} <= {"acme", "demo"}
+
+
+def test_the_list_search_keeps_the_engines_one_word_lookup_first(admin_client, demo_team):
+    # One demo memory says "Erasmus"; the engine (and the playground) put it first, a one-word
+    # lookup. The list merged hits by score alone and showed two swimming memories above it.
+    sayer = Memory.objects.get(team=demo_team, content__contains="Erasmus", current_version__isnull=True)
+    page = admin_client.get(reverse("admin:lessons_memory_changelist"),
+                            {"q": "Erasmus", "team__id__exact": demo_team.pk})
+    assert list(page.context["cl"].result_list)[0].pk == sayer.pk

@@ -65,6 +65,14 @@ def test_a_selection_too_big_to_confirm_is_refused_before_the_question(superuser
     assert asked.status_code == 200 and "Yes" in asked.content.decode()  # five are asked about
 
 
+@override_settings(DATA_UPLOAD_MAX_NUMBER_FIELDS=105)
+def test_accepting_counts_only_the_proposals_a_confirmation_carries(superuser_client, team):
+    confirmed = Lesson.objects.bulk_create(Lesson(team=team, title=f"Kept {n}") for n in range(10))
+    ids = [lesson.pk for lesson in [*proposals(team, 3), *confirmed]]  # 13 selected, 3 proposals
+    asked = superuser_client.post(LESSONS, {"action": "accept_selected", "_selected_action": ids})
+    assert "Yes, accept 3" in asked.content.decode()
+
+
 def test_the_version_filter_counts_every_version_and_both_means_both(superuser_client, team):
     memory = memory_create(team=team, content="First")
     for text in ("Second", "Third", "Fourth"):
@@ -78,6 +86,23 @@ def test_the_version_filter_counts_every_version_and_both_means_both(superuser_c
     assert ">All<" not in default.content.decode().split("By version")[1].split("</ul>")[0]
     both = superuser_client.get(MEMORIES, {"version_state": "all"})
     assert both.context["cl"].result_count == Memory.objects.count() == 5
+    # "(N total)" links to the unfiltered list, which shows current memories: it counts those
+    assert default.context["cl"].full_result_count == 2
+    assert "total)" not in default.content.decode().split('id="changelist-search"')[1].split("</form>")[0]
+    unknown = superuser_client.get(MEMORIES, {"version_state": "bogus"}).content.decode()
+    assert re.search(r'<li class="selected">\s*<a href="\?version_state=current"', unknown)
+
+
+def test_earlier_versions_are_searched_alone_when_the_list_shows_them(superuser_client, team):
+    memory = memory_create(team=team, content="Booked the Erasmus semester in Lisbon")
+    memory_update(memory=memory, content="Moved to Lisbon for a semester abroad")
+    for n in range(60):  # current memories that would fill the best 50 of a search of both
+        memory_create(team=team, content=f"Lisbon trip note {n}: trams, tiles and a semester of sunshine")
+    listing = superuser_client.get(MEMORIES, {"q": "Lisbon semester", "version_state": "earlier"})
+    rows = list(listing.context["cl"].result_list)
+    assert [row.content for row in rows] == ["Booked the Erasmus semester in Lisbon"]
+    assert listing.context["cl"].engine_search.rows[0].id == rows[0].pk  # the summary counts what is shown
+    assert len(listing.context["cl"].engine_search.rows) == 1
 
 
 def test_a_long_memory_is_cut_in_the_list_not_on_its_page(superuser_client, team):
@@ -103,7 +128,7 @@ def test_a_duplicates_page_at_its_limit_says_there_may_be_more(superuser_client,
     embed(pin, again)
     duplicates = reverse("admin:lessons_lesson_duplicates")
     at_limit = superuser_client.get(duplicates, {"team": team.slug, "limit": 1}).content.decode()
-    assert "The closest 1 pairs (the limit; there may be more)" in at_limit
+    assert "The closest 1 pair (the limit; there may be more)" in at_limit
     under = superuser_client.get(duplicates, {"team": team.slug, "limit": 5}).content.decode()
     assert "1 pair of lessons" in under and "there may be more" not in under
 
