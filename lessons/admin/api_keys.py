@@ -66,4 +66,9 @@ class ApiKeyAdmin(WideChangeListMixin, admin.ModelAdmin):
         for api_key in queryset.filter(revoked_at__isnull=True):
             api_key_revoke(api_key=api_key)
             revoked += 1
-        self.message_user(request, f"{revoked} key(s) revoked.", messages.SUCCESS)
+        already = queryset.count() - revoked
+        if not revoked:
+            self.message_user(request, "Every selected key was revoked already: nothing changed.", messages.WARNING)
+            return
+        note = f" {already} selected key(s) were revoked already." if already else ""
+        self.message_user(request, f"{revoked} key(s) revoked.{note}", messages.SUCCESS)

@@ -93,6 +93,12 @@ class MemoryAdmin(
     def get_changelist(self, request, **kwargs):
         return MemoryChangeList
 
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if request.GET.get("version_state") == "earlier":  # they are deleted with their memory only
+            actions.pop("delete_selected", None)
+        return actions
+
     # The list's first column: a 3,400-character memory made one row 1,200 px tall. The change
     # form shows the whole text.
     @admin.display(description="content", ordering="content")

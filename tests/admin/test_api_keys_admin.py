@@ -35,3 +35,19 @@ def test_revoke_action(admin_client, team):
         "/admin/lessons/apikey/", {"action": "revoke_selected", "_selected_action": [api_key.pk]}, follow=True
     )
     assert api_key_authenticate(raw_key=raw_key) is None
+
+
+def test_revoking_keys_that_are_revoked_already_says_so(admin_client, team):
+    from django.contrib.messages import get_messages as messages_of
+
+    old, _ = api_key_create(team=team, name="old bot")
+    live, _ = api_key_create(team=team, name="live bot")
+    admin_client.post("/admin/lessons/apikey/", {"action": "revoke_selected", "_selected_action": [old.pk]})
+    both = admin_client.post("/admin/lessons/apikey/", {"action": "revoke_selected",
+                                                         "_selected_action": [old.pk, live.pk]}, follow=True)
+    assert [str(m) for m in messages_of(both.wsgi_request)][-1] == (
+        "1 key(s) revoked. 1 selected key(s) were revoked already.")
+    again = admin_client.post("/admin/lessons/apikey/", {"action": "revoke_selected",
+                                                          "_selected_action": [old.pk, live.pk]}, follow=True)
+    assert [str(m) for m in messages_of(again.wsgi_request)][-1] == (
+        "Every selected key was revoked already: nothing changed.")

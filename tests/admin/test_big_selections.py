@@ -140,3 +140,19 @@ def test_the_playground_says_an_rrf_score_is_not_the_sum_of_its_bars(superuser_c
     page = superuser_client.get(reverse("admin:lessons_search_playground"),
                                 {"team": team.slug, "q": "docker", "fusion": "rrf", "b_mode": "text"}).content.decode()
     assert page.count("the score is not the sum of the bars") == 1  # under the RRF column only
+
+
+def test_an_earlier_versions_page_leads_to_its_memory_and_its_siblings(superuser_client, team):
+    memory = memory_create(team=team, content="First")
+    for text in ("Second", "Third"):
+        memory = memory_update(memory=memory, content=text)
+    first = Memory.objects.get(current_version=memory, version=1)
+    second = Memory.objects.get(current_version=memory, version=2)
+    page = superuser_client.get(reverse("admin:lessons_memory_change", args=[first.pk])).content.decode()
+    change = reverse("admin:lessons_memory_change", args=[memory.pk])
+    assert f'<a href="{change}">Current memory</a>' in page  # it said nothing of whose version it is
+    assert f'href="{reverse("admin:lessons_memory_change", args=[second.pk])}">Version 2</a>' in page
+    assert f'href="{change}">Version 3</a>' in page
+    earlier = superuser_client.get(MEMORIES, {"version_state": "earlier"}).content.decode()
+    assert 'value="delete_selected"' not in earlier  # it always refused there
+    assert 'value="delete_selected"' in superuser_client.get(MEMORIES).content.decode()
