@@ -20,6 +20,7 @@ from mcp.server.stdio import stdio_server
 
 from lessons.api import errors
 from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME
+from lessons.error_text import one_line
 from lessons.models import Team
 from lessons.search.types import SearchRequestError
 
@@ -89,7 +90,7 @@ def build_server(*, team: Team) -> Server:
         except IntegrityError as error:
             return _error(errors.conflict(error))
         except DatabaseError as error:
-            logger.error("database unavailable: %s", " ".join(str(error).split()))
+            logger.error("database unavailable: %s", one_line(error))
             return _error(errors.database_unavailable(error))
         except Exception as error:  # an agent gets a tool error, never a dead session; the log has the trace
             logger.exception("tool %s failed", params.name)

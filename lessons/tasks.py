@@ -57,7 +57,7 @@ def embed_pending(*, kind: str, team_id: int) -> dict:
     except EmbeddingUnavailable as error:  # logged; the rows stay pending for the next backfill
         pending = embedding_backfill(kind=kind, team=team, dry_run=True).pending
         return {"embedded": 0, "failed": pending, "reason": str(error)}
-    _stop_if_interrupted(report)
+    report.stop_if_interrupted()
     # failed_ids maps each kind to its ids: count the rows, not the kinds.
     return {
         "embedded": report.embedded,
@@ -74,18 +74,10 @@ def reembed_items(*, kind: str, ids: list[int]) -> dict:
         report = embedding_backfill(kind=kind, ids=ids, include_fresh=True)
     except EmbeddingUnavailable as error:  # logged; the rows keep the vectors they had
         return {"embedded": 0, "failed": len(ids), "changed": 0, "reason": str(error)}
-    _stop_if_interrupted(report)
+    report.stop_if_interrupted()
     return {
         "embedded": report.embedded,
         "failed": report.failed,
         "changed": report.changed,
         "reason": "; ".join(report.failure_reasons) or None,
     }
-
-
-def _stop_if_interrupted(report) -> None:
-    """The backfill keeps its finished batches when Ctrl-C reaches it and reports it, for the
-    `backfill_embeddings` command. A task run in the process that queued it (development: an
-    import) passes the interrupt on, so that process stops and says so, instead of reporting success."""
-    if report.interrupted:
-        raise KeyboardInterrupt

@@ -23,6 +23,7 @@ from lessons.api.lessons import router as lessons_router
 from lessons.api.memories import router as memories_router
 from lessons.api.search import router as search_router
 from lessons.api.tools import router as tools_router
+from lessons.error_text import one_line
 from lessons.search.types import SearchRequestError
 
 logger = logging.getLogger("lessons.api")
@@ -125,7 +126,7 @@ def conflict(request, exc: IntegrityError):
 @api.exception_handler(OperationalError)
 @api.exception_handler(InterfaceError)
 def database_down(request, exc: DatabaseError):
-    logger.error("database unavailable: %s", " ".join(str(exc).split()))  # one log line, not three
+    logger.error("database unavailable: %s", one_line(exc))
     return _answer(request, errors.database_unavailable(exc), 503)
 
 

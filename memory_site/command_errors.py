@@ -13,14 +13,16 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
 from psycopg import errors as pg_errors
 
+from lessons.error_text import first_line
+
 
 def operator_message(error: BaseException, *, database_url_set: bool) -> str | None:
     """One line for an operator, or None when the error is not the operator's to fix."""
     if isinstance(error, ImproperlyConfigured):
-        return f"a setting is wrong: {_first_line(error)} (see the README's Settings, or .env)"
+        return f"a setting is wrong: {first_line(error)} (see the README's Settings, or .env)"
     if not isinstance(error, (DatabaseError, psycopg.OperationalError)):
         return None
-    reason = _first_line(error)
+    reason = first_line(error)
     if isinstance(error.__cause__, (pg_errors.UndefinedTable, pg_errors.UndefinedColumn)):
         return (f"the database is not migrated to this version of the code ({reason}); "
                 "run `python manage.py migrate` first.")
@@ -34,7 +36,3 @@ def operator_message(error: BaseException, *, database_url_set: bool) -> str | N
                 "Work committed before the error is kept; a re-run carries on.")
     return None
 
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0].strip() if lines else type(error).__name__

@@ -9,6 +9,8 @@ import json
 import pydantic
 from django.core.exceptions import ValidationError as DjangoValidationError
 
+from lessons.error_text import first_line
+
 # Names of handler parameters that hold a whole schema: ninja puts them first in an error's
 # location, but they are not part of the field's name.
 _PARAMETER_NAMES = {"payload", "params", "filters", "pagination"}
@@ -87,17 +89,13 @@ def malformed_json(error: Exception) -> dict:
     return field_error("body", message)
 
 
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
 def database_unavailable(error: Exception) -> dict:
-    return error_body(f"the database is unavailable: {_first_line(error)}")
+    return error_body(f"the database is unavailable: {first_line(error)}")
 
 
 def unstorable_value(error: Exception) -> dict:
     """A DataError: the schemas refuse what they know the database refuses; this is the backstop (422)."""
-    return error_body(f"body: a value the database cannot store ({_first_line(error)})")
+    return error_body(f"body: a value the database cannot store ({first_line(error)})")
 
 
 def conflict(error: Exception) -> dict:
@@ -106,4 +104,4 @@ def conflict(error: Exception) -> dict:
     constraint = getattr(getattr(error.__cause__, "diag", None), "constraint_name", None) or ""
     if "external_id" in constraint:
         return field_error("external_id", "another request stored a row with this external_id just now")
-    return error_body(f"conflicts with an existing row ({_first_line(error)})")
+    return error_body(f"conflicts with an existing row ({first_line(error)})")

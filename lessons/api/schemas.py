@@ -26,6 +26,8 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from lessons.models import MAX_FREQUENCY, Lesson, Memory, short_term_validator
+from lessons.search.kinds import SEARCH_KINDS
+from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
 from lessons.services.common import normalise_names, normalise_terms, normalise_text
 
@@ -77,6 +79,8 @@ OptionalTerm = Annotated[str, StringConstraints(strip_whitespace=True, min_lengt
 
 # Literal types spelled from the engine's own constants, so the two cannot disagree.
 KindName = Literal[KINDS]  # type: ignore[valid-type]
+HitKindName = Literal[tuple(kind.hit_kind for kind in SEARCH_KINDS.values())]  # type: ignore[valid-type]
+RelevanceName = Literal[tuple(reversed(RELEVANCE_LABELS))]  # type: ignore[valid-type]  # best first
 ModeName = Literal[MODES]  # type: ignore[valid-type]
 FusionName = Literal[FUSIONS]  # type: ignore[valid-type]
 
@@ -459,10 +463,10 @@ class SearchHitOut(Schema):
     # Every field is in every hit: required in the OpenAPI document, with the values it can take.
     id: int
     external_id: str | None
-    kind: Literal["lesson", "memory"]
+    kind: HitKindName
     fields: dict
     score: float
-    relevance: Literal["high", "medium", "low"] = Field(
+    relevance: RelevanceName = Field(
         description="high | medium | low: what a curator would call the hit, from its own evidence on fixed "
         "scales, never relative to the other hits: its cosine to the query and its BM25 against the query's "
         "attainable maximum, weighted as the search weighs meaning and words (without the model: words "

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import DatabaseError, connection, connections, transaction
 
+from lessons.error_text import first_line
 from lessons.management.commands.bench_search import CATEGORIES, OUTCOMES, PLACES, PROJECTS, TECH, TOPICS, VERBS
 from lessons.models import Lesson, Memory, Team
 from lessons.services.embeddings import embeddings_deferred
@@ -381,7 +382,7 @@ class LockWaitSampler(threading.Thread):
                     cursor.execute(SAMPLE_SQL, [self.application_prefix])
                     self._record(cursor.fetchall())
         except DatabaseError as error:  # the figures so far stand; the report says sampling stopped
-            self.waits.error = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            self.waits.error = first_line(error)
         finally:
             connection.close()  # this thread's own connection
 

@@ -24,6 +24,7 @@ from django.db import DataError, transaction
 from django.utils.text import slugify
 
 from lessons.embedding import EmbeddingUnavailable
+from lessons.error_text import first_line
 from lessons.evaluation.beir import DatasetError, Document
 from lessons.models import Lesson, Memory, Team
 from lessons.services.embeddings import embedding_backfill, embeddings_deferred
@@ -247,7 +248,7 @@ def _named_on_failure(operation, target) -> str:
         return operation(target)
     except (ValidationError, DataError) as error:
         name = target if isinstance(target, str) else getattr(target, "external_id", target)
-        reason = "; ".join(error.messages) if isinstance(error, ValidationError) else str(error).splitlines()[0]
+        reason = "; ".join(error.messages) if isinstance(error, ValidationError) else first_line(error)
         raise DatasetError(f"document {name!r} cannot be stored: {reason}") from error
 
 
@@ -264,8 +265,7 @@ def corpus_embed(*, team: Team, kind: str, progress: ProgressFactory | None = No
 
     try:
         result = embedding_backfill(kind=kind, team=team, batch_size=EMBED_BATCH_SIZE, progress=advance)
-        if result.interrupted:  # Ctrl-C: the finished batches are kept; measuring now would be wrong
-            raise KeyboardInterrupt
+        result.stop_if_interrupted()  # measuring a half-embedded corpus would be wrong
     except EmbeddingUnavailable as error:
         # Searches still run (semantic and hybrid degrade); the command says why.
         pending = embedding_backfill(kind=kind, team=team, dry_run=True).pending

@@ -305,12 +305,20 @@ def _labels_of(candidate: Candidate, kind: SearchKind) -> dict[str, str]:
     return {canonical(value): value for column in kind.feedback_labels for value in candidate.row.get(column) or []}
 
 
+def tier(*, exact: bool, says_query: bool) -> int:
+    """Where a row stands before its score is looked at: rows carrying every query term exactly
+    first (seed 000: `nextjs` returns every Next.js lesson before unrelated semantic neighbours),
+    and within each part, rows that say a one-word query's word first (a lookup)."""
+    return 2 * exact + says_query
+
+
 def rank(candidates: list[Candidate], *, exact_tier: bool) -> list[Candidate]:
-    """Best first. With an exact-term query, rows carrying every query term come first (seed 000:
-    `nextjs` returns every Next.js lesson before unrelated semantic neighbours), then, for a one-word
-    query, the rows whose text says the word (a lookup), then the rest."""
-    return sorted(candidates, key=lambda c: (exact_tier and c.exact, exact_tier and c.says_query, c.score,
-                                             c.weighted, -c.id), reverse=True)
+    """Best first: by tier when the query is short enough to form one, then by score."""
+    return sorted(
+        candidates,
+        key=lambda c: (tier(exact=c.exact, says_query=c.says_query) if exact_tier else 0, c.score, c.weighted, -c.id),
+        reverse=True,
+    )
 
 
 LABELS = ("low", "medium", "high")

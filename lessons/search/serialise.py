@@ -22,7 +22,7 @@ def _plain(value):
 
 
 def search_hit_as_dict(hit: SearchHit) -> dict:
-    data = {
+    return {
         "id": hit.id,
         "external_id": hit.external_id,
         "kind": hit.kind,
@@ -30,10 +30,10 @@ def search_hit_as_dict(hit: SearchHit) -> dict:
         "relevance": hit.relevance,
         "found_by": list(hit.found_by),
         "fields": _plain({key: value for key, value in hit.fields.items() if key != "embedding"}),
-        "collapsed_ids": list(hit.collapsed_ids),  # always there, as in the API's answer
+        # always there, as in the API's answer (an empty list, a null explanation)
+        "collapsed_ids": list(hit.collapsed_ids),
+        "explanation": None if hit.explanation is None else _plain(hit.explanation),
     }
-    data["explanation"] = None if hit.explanation is None else _plain(hit.explanation)  # null, as in the API
-    return data
 
 
 def search_response_as_dict(response: SearchResponse) -> dict:

@@ -20,6 +20,7 @@ from django.db.models import Q, QuerySet
 
 from lessons.models import LessonStatus, Team
 from lessons.search import MAX_LIMIT, SearchFilters, SearchRequest, SearchRequestError, SearchResponse, search
+from lessons.search import scoring
 
 EVALUATION_TEAM_PREFIX = "eval-"
 ALL_LESSON_STATUSES = tuple(LessonStatus.values)
@@ -96,10 +97,10 @@ def admin_list_search(
         if response.fallback:
             continue
         for hit in response.results:
-            # the engine's tiers, kept when teams are merged: exact terms, then a one-word query's
-            # rows that say the word, then the rest, each by score
+            # the engine's tiers (scoring.tier), kept when teams are merged, then the score
             explanation = hit.explanation or {}
-            tier = 0 if explanation.get("exact_term") else 1 if explanation.get("says_query") else 2
+            tier = -scoring.tier(exact=bool(explanation.get("exact_term")),
+                                 says_query=bool(explanation.get("says_query")))
             for row_id in [hit.id, *[other for other in hit.collapsed_ids if other != hit.id]]:
                 collected.append((tier, -hit.score, len(collected), row_id, hit, team.slug))
     collected.sort(key=lambda item: item[:3])

@@ -7,6 +7,7 @@ import logging
 from django.db import DatabaseError, connection
 
 from lessons.embedding import get_embedding_backend, warm_up_in_background
+from lessons.error_text import one_line
 from lessons.selectors.embeddings import embedding_coverage
 
 logger = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ def database_status() -> dict:
     except DatabaseError as error:
         # The answer is public: it says what kind of fault, the log says where (host, port,
         # socket path and the driver's words, on one line).
-        logger.error("health: the database does not answer: %s", " ".join(str(error).split()) or type(error).__name__)
+        logger.error("health: the database does not answer: %s", one_line(error))
         return {"ok": False, "reason": f"{type(error).__name__}: the database does not answer (the server's log says why)"}
     return {"ok": True, "pgvector": row[0] if row else None}
 

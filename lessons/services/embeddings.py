@@ -228,6 +228,13 @@ class BackfillReport:
     def ok(self) -> bool:
         return not self.failed
 
+    def stop_if_interrupted(self) -> None:
+        """The backfill keeps its finished batches when Ctrl-C reaches it and reports it, for the
+        `backfill_embeddings` command. A caller that goes on (a task run in the process that queued
+        it, an evaluation about to measure) passes the interrupt on, instead of reporting success."""
+        if self.interrupted:
+            raise KeyboardInterrupt
+
 
 def _kinds(kind: str) -> list[str]:
     if kind not in BACKFILL_KINDS:

@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
+from lessons.error_text import first_line
 from lessons.models import Lesson, Memory, Team
 from lessons.services import lessons as lesson_services
 from lessons.services.common import normalise_text
@@ -317,8 +318,7 @@ def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], te
             report.errors.append((number, _describe(error)))
             continue
         except DataError as error:  # the backstop: the readers refuse what they know the database refuses
-            first_line = _first_line(error)
-            report.errors.append((number, f"a value the database cannot store ({first_line})"))
+            report.errors.append((number, f"a value the database cannot store ({first_line(error)})"))
             continue
         if external_id:
             first_line_of[external_id] = number
@@ -340,12 +340,8 @@ def _import_one_line(import_one: Callable[..., str], *, team: Team, data: dict):
             with transaction.atomic():
                 return import_one(team=team, data=data)
         except IntegrityError:
-            raise LineError(f"another writer stored the same row at the same moment ({_first_line(error)}); "
+            raise LineError(f"another writer stored the same row at the same moment ({first_line(error)}); "
                             "run the import again") from error
-
-
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _json_type(value) -> str:

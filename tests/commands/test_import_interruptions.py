@@ -164,3 +164,17 @@ def test_rows_written_with_the_model_off_are_said_to_wait_for_the_backfill(tmp_p
     with override_settings(EMBEDDINGS_ENABLED=False):
         _, said = run("import_lessons", jsonl(tmp_path, [{"title": "Unembedded"}]), team="acme", create_team=True)
     assert "note: the model is off (EMBEDDINGS_ENABLED=0): the 1 row(s) written are found by keywords" in said
+
+
+def test_a_value_the_database_refuses_is_a_bad_line_naming_its_first_words(tmp_path, monkeypatch):
+    from django.db import DataError
+
+    def refused(*, team, data):
+        raise DataError("value too long for type character varying(64)\nDETAIL: the rest")
+
+    monkeypatch.setattr(imports, "_import_lesson", refused)
+    stdout, stderr = StringIO(), StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_lessons", str(jsonl(tmp_path, [{"title": "x"}])), team="acme", create_team=True,
+                     stdout=stdout, stderr=stderr)
+    assert ":1: a value the database cannot store (value too long for type character varying(64))" in stderr.getvalue()

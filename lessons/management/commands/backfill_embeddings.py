@@ -5,7 +5,8 @@ from django.db import InterfaceError, OperationalError
 from tqdm import tqdm
 
 from lessons.embedding import EmbeddingUnavailable
-from lessons.selectors.teams import TeamError, team_named
+from lessons.error_text import first_line
+from lessons.management.commands._team_option import team_from_option
 from lessons.services.embeddings import BACKFILL_KINDS, BackfillReport, embedding_backfill
 
 SHOWN_IDS = 50  # failed ids listed in the summary; the rest are counted
@@ -27,10 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args, kind, team, include_fresh, batch_size, dry_run, **options):
         team_obj = None
         if team is not None:
-            try:
-                team_obj = team_named(slug=team)
-            except TeamError as error:
-                raise CommandError(str(error)) from error
+            team_obj = team_from_option(team)
         if batch_size < 1:
             raise CommandError(f"--batch-size must be at least 1, not {batch_size}")
 
@@ -63,7 +61,7 @@ class Command(BaseCommand):
                 raise  # manage.py says "the database is unavailable" with what to check, as every command does
             # The server went away (crash, restart, network): each batch is committed on its own,
             # so what was written is kept and a re-run embeds only the rest.
-            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            reason = first_line(error)
             raise CommandError(
                 f"the database connection was lost after {written['rows']} of {written['total']} row(s) were "
                 f"written ({reason}); every finished batch is committed "

@@ -5,7 +5,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from lessons.selectors.teams import TeamError, team_contents, team_named
+from lessons.management.commands._team_option import team_from_option
+from lessons.selectors.teams import team_contents
 from lessons.services.teams import team_delete
 
 
@@ -22,10 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--yes", action="store_true", help="do not ask (for scripts; there is no undo)")
 
     def handle(self, *args, slug, dry_run, yes, **options):
-        try:
-            team = team_named(slug=slug, option="SLUG")
-        except TeamError as error:
-            raise CommandError(str(error)) from error
+        team = team_from_option(slug, option="SLUG")
         self.stdout.write(f"Team {team.slug!r} ({team.name}) holds {team_contents(team=team).summary()}.")
         if dry_run:
             self.stdout.write("Dry run: nothing deleted.")

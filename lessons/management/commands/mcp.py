@@ -6,8 +6,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from lessons.embedding import warm_up_in_background
+from lessons.management.commands._team_option import team_from_option
 from lessons.mcp_server import serve_stdio
-from lessons.selectors.teams import TeamError, team_named
 from lessons.services.api_keys import api_key_authenticate
 
 API_KEY_ENVIRONMENT_VARIABLE = "MEMORY_STORE_API_KEY"
@@ -31,10 +31,7 @@ class Command(BaseCommand):
         if bool(team) == bool(api_key):
             raise CommandError(f"give exactly one of --team SLUG or --api-key KEY (or {API_KEY_ENVIRONMENT_VARIABLE})")
         if team:
-            try:
-                team_row = team_named(slug=team)
-            except TeamError as error:
-                raise CommandError(str(error)) from error
+            team_row = team_from_option(team)
         else:
             key = api_key_authenticate(raw_key=api_key.strip())
             if key is None:

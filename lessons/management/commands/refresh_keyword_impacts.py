@@ -7,8 +7,8 @@ every write and the end of every import run the same check; run this after write
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from lessons.management.commands._team_option import team_from_option
 from lessons.models import Team
-from lessons.selectors.teams import TeamError, team_named
 from lessons.services.keyword_index import (
     DEFAULT_DRIFT,
     keyword_impacts_refresh,
@@ -36,10 +36,7 @@ class Command(BaseCommand):
             raise CommandError("--threshold: must be 1 or more (1 refreshes any drift)")
         teams = Team.objects.order_by("slug")
         if team is not None:
-            try:
-                teams = teams.filter(pk=team_named(slug=team).pk)
-            except TeamError as error:
-                raise CommandError(str(error)) from error
+            teams = teams.filter(pk=team_from_option(team).pk)
         kinds = [kind] if kind else ["lessons", "memories"]
         refreshed = 0
         for each in teams:

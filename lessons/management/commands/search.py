@@ -12,10 +12,10 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from lessons.embedding import warm_up_in_background
+from lessons.management.commands._team_option import team_from_option
 from lessons.models import SHORT_TERM_LENGTH, short_term_validator
 from lessons.search import KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest, SearchRequestError, search
 from lessons.search.serialise import search_response_as_dict
-from lessons.selectors.teams import TeamError, team_named
 from lessons.services.usage import search_record
 
 TITLE_WIDTH = 70
@@ -62,10 +62,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["mode"] != "text":  # load the ONNX query encoder while the team is looked up
             warm_up_in_background()
-        try:
-            team = team_named(slug=options["team"])
-        except TeamError as error:
-            raise CommandError(str(error)) from error
+        team = team_from_option(options["team"])
         tech_stack = [_term("--tech-stack", value) for value in options["tech_stack"]]
         categories = [_term("--category", value) for value in options["category"]]
         project_type = None if options["project_type"] is None else _term("--project-type", options["project_type"])
