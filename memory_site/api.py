@@ -16,6 +16,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 from lessons.api import errors
 from lessons.api.auth import api_auth
 from lessons.api.feedback import router as feedback_router
+from lessons.api.permissions import PermissionRefused
 from lessons.api.curation import router as curation_router
 from lessons.api.docs import MemoryStoreAPI, StaffSwagger
 from lessons.api.health import router as health_router
@@ -104,6 +105,11 @@ def unauthenticated(request, exc: AuthenticationError):
 @api.exception_handler(errors.TeamChoiceError)
 def no_team_chosen(request, exc: errors.TeamChoiceError):
     return _answer(request, errors.error_body(exc.message, [{"field": "X-Team", "message": exc.message}]), exc.status)
+
+
+@api.exception_handler(PermissionRefused)
+def permission_refused(request, exc: PermissionRefused):
+    return _answer(request, errors.error_body(exc.message), 403)
 
 
 @api.exception_handler(HttpError)

@@ -130,7 +130,8 @@ def _action(model_admin, request, page: DuplicatesPage):
         require(model_admin.has_change_permission(request))
         try:
             curation_services.duplicate_dismiss(
-                team=rows[first].team, kind=page.duplicate_kind, first_id=first, second_id=second
+                team=rows[first].team, kind=page.duplicate_kind, first_id=first, second_id=second,
+                names_other_teams=True,
             )
         except ValidationError as error:
             refused(request, error)

@@ -21,6 +21,7 @@ from lessons.api.curation_schemas import (
     MemoryMergeIn,
     MemoryMergeOut,
 )
+from lessons.api.permissions import needs
 from lessons.api.query_parameters import takes_query
 from lessons.api.schemas import AUTHENTICATED, INVALID, MAX_ID, NOT_FOUND, WITH_BODY, MemoryOut, PathId
 from lessons.models import DuplicateKind, Lesson, Memory
@@ -65,6 +66,7 @@ def _pairs_out(pairs, threshold: float) -> dict:
     summary="Pairs of lessons that say the same thing",
 )
 @takes_query(DuplicatesQuery)
+@needs("lessons", "view")
 def lesson_duplicates(request, params: Query[DuplicatesQuery]):
     """Pairs of the team's confirmed and proposed lessons whose embeddings are closer than
     `threshold` (cosine distance), closest first; pairs marked "not a duplicate" are left out."""
@@ -78,6 +80,7 @@ def lesson_duplicates(request, params: Query[DuplicatesQuery]):
     response={200: DismissedOut, **WITH_BODY, **INVALID, **AUTHENTICATED},
     summary="Mark two lessons as not duplicates",
 )
+@needs("lessons", "change")
 def dismiss_lesson_pair(request, payload: DismissIn):
     dismissal = curation_services.duplicate_dismiss(
         team=request.auth.team, kind=DuplicateKind.LESSON, first_id=payload.ids[0], second_id=payload.ids[1]
@@ -91,6 +94,7 @@ def dismiss_lesson_pair(request, payload: DismissIn):
     response={200: LessonMergeOut, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Merge lessons into this one",
 )
+@needs("lessons", "change", "delete")
 def merge_lessons(request, payload: LessonMergeIn, lesson_id: PathId = LessonId):
     """Keeps this lesson and deletes `merge_ids`, in one transaction: frequency summed, the
     highest confidence, tags / tech stacks / project types united, the text of `text_from`;
@@ -120,6 +124,7 @@ def merge_lessons(request, payload: LessonMergeIn, lesson_id: PathId = LessonId)
     summary="Pairs of current memories that say the same thing",
 )
 @takes_query(DuplicatesQuery)
+@needs("memories", "view")
 def memory_duplicates(request, params: Query[DuplicatesQuery]):
     pairs = memory_duplicate_pairs(team=request.auth.team, threshold=params.threshold, limit=params.limit)
     return _pairs_out(pairs, params.threshold)
@@ -131,6 +136,7 @@ def memory_duplicates(request, params: Query[DuplicatesQuery]):
     response={200: DismissedOut, **WITH_BODY, **INVALID, **AUTHENTICATED},
     summary="Mark two memories as not duplicates",
 )
+@needs("memories", "change")
 def dismiss_memory_pair(request, payload: DismissIn):
     dismissal = curation_services.duplicate_dismiss(
         team=request.auth.team, kind=DuplicateKind.MEMORY, first_id=payload.ids[0], second_id=payload.ids[1]
@@ -144,6 +150,7 @@ def dismiss_memory_pair(request, payload: DismissIn):
     response={200: MemoryMergeOut, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Merge a memory into this one",
 )
+@needs("memories", "change", "delete")
 def merge_memories(request, payload: MemoryMergeIn, memory_id: PathId = MemoryId):
     """Keeps this memory's text and versions; adds the other's categories, people and emotions,
     the higher importance, its date if this one has none; deletes the other with its versions."""
@@ -166,6 +173,7 @@ def merge_memories(request, payload: MemoryMergeIn, memory_id: PathId = MemoryId
     response={200: MemoryOut, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Make an earlier version's text current again",
 )
+@needs("memories", "change")
 def restore_memory_version(request, memory_id: PathId = MemoryId, version_id: PathId = VersionId):
     """The version's content and details become the memory's; the text they replace is kept as a
     version, so a restore is undone the same way."""

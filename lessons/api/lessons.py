@@ -5,6 +5,7 @@ from ninja.pagination import paginate
 
 from lessons.api import operations
 from lessons.api.pagination import Pages
+from lessons.api.permissions import needs
 from lessons.api.query_parameters import takes_query
 from lessons.api.schemas import (
     AUTHENTICATED,
@@ -35,39 +36,46 @@ LessonId = Path(..., ge=1, le=MAX_ID, description="The lesson's id.")
 @router.get("/lessons", response={200: list[LessonOut], **INVALID, **AUTHENTICATED})
 @paginate(Pages)
 @takes_query(LessonFilters, Pages.Input)
+@needs("lessons", "view")
 def list_lessons(request, filters: Query[LessonFilters]):
     return lesson_list(team=request.auth.team, filters=filters)
 
 
 @router.post("/lessons", response={201: LessonOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
+@needs("lessons", "add")
 def create_lesson(request, payload: LessonIn):
     return 201, operations.store_lesson(team=request.auth.team, payload=payload)
 
 
 @router.post("/lessons/propose", response={201: LessonOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
+@needs("lessons", "add")
 def propose_lesson(request, payload: LessonProposeIn):
     return 201, operations.propose_lesson(team=request.auth.team, payload=payload)
 
 
 @router.get("/lessons/relevant", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 @takes_query(RelevantLessonsQuery)
+@needs("lessons", "view")
 def relevant_lessons(request, params: Query[RelevantLessonsQuery]):
     return operations.relevant_lessons(team=request.auth.team, payload=params)
 
 
 @router.get("/lessons/patterns", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 @takes_query(PatternsQuery)
+@needs("lessons", "view")
 def lesson_patterns(request, params: Query[PatternsQuery]):
     return operations.lesson_patterns(team=request.auth.team, payload=params)
 
 
 @router.post("/lessons/session", response={200: SearchOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
+@needs("lessons", "view")
 def session_lessons(request, payload: SessionIn):
     return operations.session_lessons(team=request.auth.team, payload=payload)
 
 
 @router.get("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 @takes_query()  # only the path: a query string is a mistake
+@needs("lessons", "view")
 def get_lesson(request, lesson_id: PathId = LessonId):
     return lesson_get(team=request.auth.team, lesson_id=lesson_id)
 
@@ -75,22 +83,26 @@ def get_lesson(request, lesson_id: PathId = LessonId):
 @router.patch(
     "/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED}
 )
+@needs("lessons", "change")
 def update_lesson(request, payload: LessonPatch, lesson_id: PathId = LessonId):
     lesson = lesson_get(team=request.auth.team, lesson_id=lesson_id)
     return lesson_services.lesson_update(lesson=lesson, **payload.model_dump(exclude_unset=True))
 
 
 @router.delete("/lessons/{lesson_id}", response={204: None, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@needs("lessons", "delete")
 def delete_lesson(request, lesson_id: PathId = LessonId):
     lesson_services.lesson_delete(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))
     return 204, None
 
 
 @router.post("/lessons/{lesson_id}/accept", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@needs("lessons", "change")
 def accept_lesson(request, lesson_id: PathId = LessonId):
     return lesson_services.lesson_accept(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))
 
 
 @router.post("/lessons/{lesson_id}/reject", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@needs("lessons", "change")
 def reject_lesson(request, lesson_id: PathId = LessonId):
     return lesson_services.lesson_reject(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))

@@ -7,6 +7,7 @@ from ninja.pagination import paginate
 
 from lessons.api import operations
 from lessons.api.pagination import Pages
+from lessons.api.permissions import needs
 from lessons.api.query_parameters import takes_query
 from lessons.api.schemas import (
     AUTHENTICATED,
@@ -42,23 +43,27 @@ MemoryId = Path(..., ge=1, le=MAX_ID, description="The memory's id (its current 
 @router.get("/memories", response={200: list[MemoryOut], **INVALID, **AUTHENTICATED})
 @paginate(Pages)
 @takes_query(MemoryFilters, Pages.Input)
+@needs("memories", "view")
 def list_memories(request, filters: Query[MemoryFilters]):
     return memory_list(team=request.auth.team, filters=filters)
 
 
 @router.post("/memories", response={201: MemoryOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
+@needs("memories", "add")
 def create_memory(request, payload: MemoryIn):
     return 201, operations.store_memory(team=request.auth.team, payload=payload)
 
 
 @router.get("/memories/friends", response={200: PeopleOut, **INVALID, **AUTHENTICATED})
 @takes_query(MemoryLimitQuery)
+@needs("memories", "view")
 def friends(request, params: Query[MemoryLimitQuery]):
     return operations.friends(team=request.auth.team, payload=params)
 
 
 @router.get("/memories/panic-attacks", response={200: MemoryListOut, **INVALID, **AUTHENTICATED})
 @takes_query(PanicAttacksQuery)
+@needs("memories", "view")
 def panic_attacks(request, params: Query[PanicAttacksQuery]):
     """Every memory whose emotions or categories hold a panic term (settings.MEMORY_PANIC_TERMS),
     in the order they happened."""
@@ -67,35 +72,41 @@ def panic_attacks(request, params: Query[PanicAttacksQuery]):
 
 @router.get("/memories/interests", response={200: MemoryListOut, **INVALID, **AUTHENTICATED})
 @takes_query(MemoryLimitQuery)
+@needs("memories", "view")
 def interests(request, params: Query[MemoryLimitQuery]):
     return operations.interests(team=request.auth.team, payload=params)
 
 
 @router.get("/memories/events", response={200: MemoryListOut, **INVALID, **AUTHENTICATED})
 @takes_query(EventsQuery)
+@needs("memories", "view")
 def events(request, params: Query[EventsQuery]):
     return operations.events(team=request.auth.team, payload=params)
 
 
 @router.get("/memories/by-person", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 @takes_query(ByPersonQuery)
+@needs("memories", "view")
 def by_person(request, params: Query[ByPersonQuery]):
     return operations.by_person(team=request.auth.team, payload=params)
 
 
 @router.get("/memories/by-emotion", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 @takes_query(ByEmotionQuery)
+@needs("memories", "view")
 def by_emotion(request, params: Query[ByEmotionQuery]):
     return operations.by_emotion(team=request.auth.team, payload=params)
 
 
 @router.post("/memories/search-versions", response={200: SearchOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
+@needs("memories", "view")
 def search_versions(request, payload: SearchVersionsIn):
     return operations.search_versions(team=request.auth.team, payload=payload)
 
 
 @router.get("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
 @takes_query()  # only the path: a query string is a mistake
+@needs("memories", "view")
 def get_memory(request, memory_id: PathId = MemoryId):
     return memory_get(team=request.auth.team, memory_id=memory_id)
 
@@ -103,12 +114,14 @@ def get_memory(request, memory_id: PathId = MemoryId):
 @router.patch(
     "/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED}
 )
+@needs("memories", "change")
 def update_memory(request, payload: MemoryPatch, memory_id: PathId = MemoryId):
     memory = memory_get(team=request.auth.team, memory_id=memory_id)
     return memory_services.memory_update(memory=memory, **payload.model_dump(exclude_unset=True))
 
 
 @router.delete("/memories/{memory_id}", response={204: None, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@needs("memories", "delete")
 def delete_memory(request, memory_id: PathId = MemoryId):
     memory_services.memory_delete(memory=memory_get(team=request.auth.team, memory_id=memory_id))
     return 204, None
@@ -116,5 +129,6 @@ def delete_memory(request, memory_id: PathId = MemoryId):
 
 @router.get("/memories/{memory_id}/versions", response={200: list[MemoryVersionOut], **NOT_FOUND, **INVALID, **AUTHENTICATED})
 @takes_query()  # only the path: a query string is a mistake
+@needs("memories", "view")
 def versions(request, memory_id: PathId = MemoryId):
     return memory_versions(memory=memory_get(team=request.auth.team, memory_id=memory_id))

@@ -164,7 +164,8 @@ class ErrorOut(Schema):
 # What any operation behind a key may answer besides its own responses: 401 (the key is missing,
 # unknown or revoked; or staff named no usable team), 503 (the database is unreachable), and 422
 # (a parameter or body that does not validate, named in `errors`).
-AUTHENTICATED = {401: ErrorOut, 503: ErrorOut}
+# 403: staff signed in to the admin without the model's permission (lessons.api.permissions)
+AUTHENTICATED = {401: ErrorOut, 403: ErrorOut, 503: ErrorOut}
 INVALID = {422: ErrorOut}
 # Operations that read a JSON body also answer 400 (it is not JSON) and 413 (it is over
 # DATA_UPLOAD_MAX_MEMORY_SIZE); the API fuzzer (tests/reliability) found the 400 undeclared.

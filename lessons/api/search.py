@@ -4,6 +4,7 @@ from ninja import Router
 
 from lessons.api import operations
 from lessons.api.docs import SEARCH_EXAMPLE
+from lessons.api.permissions import require_permission
 from lessons.api.schemas import AUTHENTICATED, INVALID, WITH_BODY, SearchIn, SearchOut
 
 router = Router(tags=["search"])
@@ -17,4 +18,5 @@ router = Router(tags=["search"])
     openapi_extra={"requestBody": {"content": {"application/json": {"example": SEARCH_EXAMPLE}}}},
 )
 def search(request, payload: SearchIn):
+    require_permission(request, kind=payload.kind, actions=("view",))
     return operations.search(team=request.auth.team, payload=payload)

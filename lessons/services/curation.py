@@ -168,10 +168,13 @@ def _forget_dismissals(*, kind: str, team_id: int, ids: list[int]) -> None:
     DuplicateDismissal.objects.filter(team_id=team_id, kind=kind, high_id__in=ids).delete()
 
 
-def duplicate_dismiss(*, team: Team, kind: str, first_id: int, second_id: int) -> DuplicateDismissal:
+def duplicate_dismiss(
+    *, team: Team, kind: str, first_id: int, second_id: int, names_other_teams: bool = False
+) -> DuplicateDismissal:
     """Remember that two rows of `team` are not duplicates (idempotent). Raises ValidationError for
     an unknown kind, the same id twice, or an id that is not a row of `kind` in `team`
-    (for memories: a current memory)."""
+    (for memories: a current memory). Another team's row "does not exist", as everywhere an agent
+    asks; `names_other_teams` (the admin, whose curators see every team) says whose it is."""
     if kind not in DuplicateKind.values:
         raise ValidationError({"kind": f"Use one of {', '.join(DuplicateKind.values)}."})
     if first_id == second_id:
@@ -183,16 +186,18 @@ def duplicate_dismiss(*, team: Team, kind: str, first_id: int, second_id: int) -
     found = set(rows.filter(pk__in=[low, high]).values_list("pk", flat=True))
     unknown = [pk for pk in (low, high) if pk not in found]
     if unknown:
-        raise ValidationError({"ids": _not_pairable(kind=kind, team=team, row_id=unknown[0])})
+        raise ValidationError(
+            {"ids": _not_pairable(kind=kind, team=team, row_id=unknown[0], names_other_teams=names_other_teams)}
+        )
     dismissal, _ = DuplicateDismissal.objects.get_or_create(team=team, kind=kind, low_id=low, high_id=high)
     return dismissal
 
 
-def _not_pairable(*, kind: str, team: Team, row_id: int) -> str:
+def _not_pairable(*, kind: str, team: Team, row_id: int, names_other_teams: bool) -> str:
     """Why a row cannot be one of `team`'s pairs: gone, another team's, or an earlier version."""
     model = Lesson if kind == DuplicateKind.LESSON else Memory
     row = model.objects.filter(pk=row_id).first()
-    if row is None:
+    if row is None or (row.team_id != team.pk and not names_other_teams):
         return f"{kind.capitalize()} {row_id} does not exist."
     if row.team_id != team.pk:
         return f"{kind.capitalize()} {row_id} belongs to another team; a pair is two rows of one team."

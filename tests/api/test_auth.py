@@ -1,5 +1,6 @@
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 
 from lessons.models import ApiKey
 from lessons.services.api_keys import api_key_create, api_key_revoke
@@ -66,6 +67,8 @@ def test_health_and_tools_need_no_key(anonymous):
 
 def _staff_client(*, staff=True):
     user = get_user_model().objects.create_user("curator", password="pw-not-used", is_staff=staff)
+    # what the admin's own curators need for these routes (tests/api/test_staff_permissions.py)
+    user.user_permissions.set(Permission.objects.filter(codename__in=["view_lesson", "add_lesson"]))
     client = JsonClient()
     client.client.force_login(user)
     return client
@@ -108,6 +111,7 @@ def test_a_key_sees_only_its_own_team_even_when_naming_another(team, other_team)
 
 def test_staff_writes_need_the_csrf_token(team):
     user = get_user_model().objects.create_user("curator", password="pw-not-used", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__in=["view_lesson", "add_lesson"]))
     client = JsonClient(enforce_csrf_checks=True)
     client.client.force_login(user)
     assert client.get("/lessons", HTTP_X_TEAM="acme").status_code == 200
