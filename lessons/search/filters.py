@@ -5,6 +5,7 @@ the rows the caller may see. The clause is over the row table aliased `t`; value
 parameters, never interpolated.
 """
 
+import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -13,11 +14,12 @@ from lessons.models import Lesson, Memory
 from lessons.search.signature import value_bits
 from lessons.search.types import SearchFilters, SearchRequestError
 
-# Trigram similarity a name in `people` needs to count as the person asked for ("Jon" ~ "Jonas").
-PERSON_NAME_SIMILARITY = 0.3
-# word_similarity a name needs against the memory's text when it is not in `people`: about a whole
-# word. At 0.6 "Tom" found "tomorrow" and "tomatoes", and a made-up "Nobodyxyz" found "nobody".
-PERSON_TEXT_SIMILARITY = 0.8
+# A name in `people` is the person asked for when it is the same name in any case, starts with
+# it ("Jon" -> Jonas, from this many letters), or is one typo away from it ("Jonah" -> Jonas, from
+# this many letters: "Anna" and "Anne", "Mark" and "Mary" are different people). A trigram match
+# (similarity 0.3) answered "Samantha" with Sam, "Marius" with Maria and "Davidson" with David.
+PERSON_PREFIX_MIN_LETTERS = 3
+PERSON_TYPO_MIN_LETTERS = 5
 
 
 def table_for(kind: str) -> str:
@@ -99,16 +101,17 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
                 facet="people",
             )
         if filters.person_like:
-            name = filters.person_like.strip().lower()
+            name = filters.person_like.strip()
+            # in the text, the name as a whole word in any case: "Tom" is not "tomorrow", "Anna" not "Vienna"
             add(
-                "(EXISTS (SELECT 1 FROM unnest(t.people) AS p(name)"
-                " WHERE similarity(lower(p.name), %s) >= %s OR lower(p.name) LIKE %s)"
-                " OR word_similarity(%s, lower(t.content || ' ' || t.details)) >= %s)",
+                "(EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE lower(p.name) = lower(%s)"
+                " OR (length(%s) >= %s AND lower(p.name) LIKE lower(%s))"
+                " OR (length(%s) >= %s AND levenshtein_less_equal(lower(p.name), lower(%s), 1) <= 1))"
+                " OR (t.content || ' ' || t.details) ~* %s)",
                 name,
-                PERSON_NAME_SIMILARITY,
-                name.replace("%", r"\%").replace("_", r"\_") + "%",
-                name,
-                PERSON_TEXT_SIMILARITY,
+                name, PERSON_PREFIX_MIN_LETTERS, name.replace("%", r"\%").replace("_", r"\_") + "%",
+                name, PERSON_TYPO_MIN_LETTERS, name,
+                r"\m" + re.escape(name) + r"\M",
             )
         if filters.emotions:
             add("t.emotions && %s::varchar[]", [v.lower() for v in filters.emotions], facet="emotions")

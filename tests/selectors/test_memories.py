@@ -160,3 +160,26 @@ def test_a_name_in_the_text_counts_as_a_word_not_as_the_start_of_one(team):
     memory_create(team=team, content="Nobody came to the reading")
     assert [hit.id for hit in memories_by_person(team=team, name="Tom").results] == [met.pk]
     assert memories_by_person(team=team, name="Nobodyxyz").results == []
+
+
+@pytest.mark.parametrize("other_person", ["Samantha", "Marius", "Davidson", "Anna", "Mira"])
+def test_a_similar_name_is_another_person(team, other_person):
+    # a trigram match once answered each of these with someone else's memories
+    written = [
+        memory_create(team=team, content="Lena married David in a small church outside Vienna", people=["Lena", "David"]),
+        memory_create(team=team, content="Climbing with Sam on Saturday", people=["Sam"]),
+        memory_create(team=team, content="Maria showed me her garden", people=["Maria"]),
+    ]
+    embedding_refresh(items=written)
+    assert memories_by_person(team=team, name=other_person).results == []
+
+
+@pytest.mark.parametrize("spelling, expected", [("Sam", "Sam"), ("sam", "Sam"), ("Mari", "Maria"), ("Marja", "Maria")])
+def test_a_name_starting_the_persons_or_one_typo_away_finds_them(team, spelling, expected):
+    written = [
+        memory_create(team=team, content="Climbing on Saturday", people=["Sam"]),
+        memory_create(team=team, content="A garden tour", people=["Maria"]),
+    ]
+    embedding_refresh(items=written)  # found by meaning among the memories naming them
+    hits = memories_by_person(team=team, name=spelling).results
+    assert [hit.fields["people"] for hit in hits] == [[expected]]
