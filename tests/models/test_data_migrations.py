@@ -2,9 +2,12 @@
 
 import importlib
 import unicodedata
+from datetime import UTC, datetime
+from types import SimpleNamespace
 
 import pytest
 from django.apps import apps
+from django.db import DataError, connection
 
 from lessons.models import Memory
 from lessons.services.memories import memory_create
@@ -27,3 +30,25 @@ def test_people_written_before_nfc_become_one_name_each_and_nothing_else_moves(t
     assert legacy.people == ["Zoë", "Sam"]
     assert Memory.objects.get(pk=ascii_only.pk).people == ["Bo"]
     assert {memory.pk: memory.updated_at for memory in Memory.objects.all()} == before
+
+
+def test_moments_python_cannot_read_are_brought_into_range_and_the_row_works_again(team, admin_client):
+    early = memory_create(team=team, content="An empty date from a .NET client")
+    late = memory_create(team=team, content="A date meaning never")
+    fine = memory_create(team=team, content="A real date", occurred_at=datetime(2024, 5, 1, tzinfo=UTC))
+    with connection.cursor() as cursor:  # as earlier versions stored them
+        cursor.execute("UPDATE lessons_memory SET occurred_at = '0001-01-01T01:00:00+05:00' WHERE id = %s", [early.pk])
+        cursor.execute("UPDATE lessons_memory SET occurred_at = '9999-12-31T23:00:00-05:00' WHERE id = %s", [late.pk])
+    with pytest.raises(DataError):  # what every read of the row did
+        list(Memory.objects.filter(pk=late.pk))
+    before = dict(Memory.objects.values_list("pk", "updated_at"))
+
+    migration = importlib.import_module("lessons.migrations.0017_memory_moments_in_range")
+    migration.bring_moments_into_range(apps, SimpleNamespace(connection=connection))
+
+    moments = dict(Memory.objects.values_list("pk", "occurred_at"))
+    assert moments[early.pk] == datetime(1, 1, 1, tzinfo=UTC)
+    assert moments[late.pk] == datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    assert moments[fine.pk] == datetime(2024, 5, 1, tzinfo=UTC)
+    assert dict(Memory.objects.values_list("pk", "updated_at")) == before
+    assert admin_client.get("/admin/lessons/memory/").status_code == 200
