@@ -535,17 +535,24 @@ class SessionIn(StrictIn):
 # --- memories: agent shortcuts --------------------------------------------------------------
 
 
+# A listing answers all its rows by default (up to MEMORY_LISTING_MAX, with `total`): the friends,
+# interests and events tools promise "every" one, and once stopped at 50 (100 at most).
+ListingLimit = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=settings.MEMORY_LISTING_MAX,
+        description=f"How many, 1..{settings.MEMORY_LISTING_MAX} (all of them, up to that, by default).",
+    ),
+]
+
+
 class MemoryLimitQuery(TextIn):
-    limit: Limit = 50
+    limit: ListingLimit = settings.MEMORY_LISTING_MAX
 
 
 class PanicAttacksQuery(TextIn):
-    limit: int = Field(
-        settings.MEMORY_LISTING_MAX,
-        ge=1,
-        le=settings.MEMORY_LISTING_MAX,
-        description=f"How many, 1..{settings.MEMORY_LISTING_MAX} (all of them by default).",
-    )
+    limit: ListingLimit = settings.MEMORY_LISTING_MAX
 
 
 class MemoryListOut(Schema):
@@ -573,7 +580,7 @@ class PeopleOut(Schema):
 
 class EventsQuery(TextIn):
     days: int = Field(30, ge=1, le=36_500, description="How far back, in days.")
-    limit: Limit = 50
+    limit: ListingLimit = settings.MEMORY_LISTING_MAX
 
 
 class ByPersonQuery(TextIn):

@@ -53,8 +53,8 @@ def _current(*, team: Team) -> QuerySet[Memory]:
     )
 
 
-def _listing(memories: QuerySet[Memory], *, limit: int) -> MemoryListing:
-    limit = max(1, min(limit, settings.MEMORY_LISTING_MAX))
+def _listing(memories: QuerySet[Memory], *, limit: int | None) -> MemoryListing:
+    limit = max(1, min(limit or settings.MEMORY_LISTING_MAX, settings.MEMORY_LISTING_MAX))
     return MemoryListing(total=memories.count(), results=list(memories[:limit]))
 
 
@@ -84,12 +84,12 @@ LIMIT %s
 """
 
 
-def memories_friends(*, team: Team, limit: int = 50) -> PeopleListing:
+def memories_friends(*, team: Team, limit: int | None = None) -> PeopleListing:
     """The people in the team's current memories: one entry per name in any memory's `people`
     (trimmed, case-insensitive), whatever the memory's category: a person who only appears in an
     event or a health memory is still someone we know. Grouped in PostgreSQL; ordered by
-    importance (the max over their memories), then name."""
-    limit = max(1, min(limit, settings.MEMORY_LISTING_MAX))
+    importance (the max over their memories), then name; at most `limit` (MEMORY_LISTING_MAX)."""
+    limit = max(1, min(limit or settings.MEMORY_LISTING_MAX, settings.MEMORY_LISTING_MAX))
     with connection.cursor() as cursor:
         cursor.execute(PEOPLE_SQL, [team.pk, limit])
         rows = cursor.fetchall()
@@ -118,16 +118,16 @@ def memories_panic_attacks(*, team: Team, limit: int | None = None) -> MemoryLis
     in the order they happened (occurred_at, else created_at), at most MEMORY_LISTING_MAX."""
     terms = _spellings(settings.MEMORY_PANIC_TERMS)
     memories = _current(team=team).filter(Q(emotions__overlap=terms) | Q(categories__overlap=terms))
-    return _listing(memories.order_by("moment", "id"), limit=limit or settings.MEMORY_LISTING_MAX)
+    return _listing(memories.order_by("moment", "id"), limit=limit)
 
 
-def memories_interests(*, team: Team, limit: int = 50) -> MemoryListing:
+def memories_interests(*, team: Team, limit: int | None = None) -> MemoryListing:
     """Current memories in category `interest`, most important first, then most recent."""
     memories = _current(team=team).filter(categories__contains=["interest"])
     return _listing(memories.order_by("-importance", F("moment").desc(), "-id"), limit=limit)
 
 
-def memories_recent_events(*, team: Team, days: int = 30, limit: int = 50) -> MemoryListing:
+def memories_recent_events(*, team: Team, days: int = 30, limit: int | None = None) -> MemoryListing:
     """Current memories in category `event` that happened in the last `days` days (occurred_at,
     else created_at), newest first; an event still to come has not happened yet."""
     now = timezone.now()

@@ -196,3 +196,15 @@ def test_one_person_whatever_the_unicode_form_of_their_name(api, team):
     memory_create(team=team, content="Zoë's birthday", people=["Zoe\u0308"])
     body = _listing(api.get("/memories/friends"))
     assert [(person["name"], person["memory_count"]) for person in body["results"]] == [("Zo\u00eb", 2)]
+
+
+def test_listings_answer_every_row_by_default(api, team):
+    # the tools promise "every" interest and "everyone": they once stopped at 50 (at most 100)
+    for number in range(120):
+        memory_create(team=team, content=f"Hobby number {number}", categories=["interest", "event"],
+                      people=[f"Friend {number}"])
+    for path in ("/memories/interests", "/memories/events", "/memories/friends"):
+        body = _listing(api.get(path))
+        assert body["total"] == len(body["results"]) == 120, path
+    assert len(_listing(api.get("/memories/interests", {"limit": 101}))["results"]) == 101
+    assert api.get("/memories/interests", {"limit": 501}).status_code == 422
