@@ -47,7 +47,7 @@ def test_two_settings_side_by_side_with_score_parts(admin_client, demo_team):
                                           / feedback["divisor"], abs=2e-3)
         assert bool(feedback["shared"]) == (feedback["value"] == 1.0)
     assert first.rows[0].label_feedback["shared"]  # the best hit shares its own tags
-    assert "tags shared with the top 3:" in page and "÷ 1.15" in page
+    assert "tags shared with the top 3 (a row among them counts its own):" in page and "÷ 1.15" in page
 
 
 def test_weights_change_the_ranking_and_are_applied_as_given(admin_client, demo_team):

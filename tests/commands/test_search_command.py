@@ -45,7 +45,7 @@ def test_table_shows_ranked_results_with_relevance(team, lessons):
     first = next(line for line in lines if line.strip().startswith("1 "))
     assert "rls-1" in first and "row level security" in first
     assert "semantic" in output and "quality" in output and "found by primary" in output
-    assert "tags shared with the top 3: rls" in output  # label feedback: the best hit shares its own tag
+    assert "tags shared with the top 3 (a row among them counts its own): rls" in output  # label feedback: the best hit shares its own tag
 
 
 def test_json_is_the_api_object(team, lessons):
@@ -183,3 +183,11 @@ def test_json_hits_carry_collapsed_ids_as_the_api_does(team, lessons):
 def test_json_hits_carry_a_null_explanation_as_the_api_does(team, lessons):
     data = json.loads(run("images", "--team", team.slug, "--json", "--mode", "text"))
     assert data["results"] and all(result["explanation"] is None for result in data["results"])
+
+
+def test_the_table_shows_a_stored_titles_terminal_controls_as_escapes(team):
+    # a title from any agent could recolour, retitle or overwrite the operator's terminal
+    lesson_create(team=team, title="Zebraquux \x1b[31mred\x1b[0m \x1b]0;pwned\x07 back\rover \u202eevil Zoë")
+    output = run("zebraquux", "--team", team.slug, "--mode", "text")
+    assert "\x1b" not in output and "\x07" not in output and "\r" not in output and "\u202e" not in output
+    assert r"Zebraquux \x1b[31mred\x1b[0m \x1b]0;pwned\x07 back\rover \u202eevil Zoë"[:60] in output

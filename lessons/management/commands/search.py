@@ -8,6 +8,7 @@ the results it used to `POST /feedback`. `--no-record` leaves no trace; a table 
 """
 
 import json
+import re
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -19,6 +20,14 @@ from lessons.search.serialise import search_response_as_dict
 from lessons.services.usage import search_record
 
 TITLE_WIDTH = 70
+# Characters a terminal acts on instead of showing: C0/C1 controls (colours, a new window title,
+# a carriage return that overwrites the line) and the bidirectional overrides that reorder it.
+# A stored title is anyone's text; the table shows these as escapes (`--json` keeps them, escaped).
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    return UNPRINTABLE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _term(option: str, value: str) -> str:
@@ -113,10 +122,10 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"{'#':>3}  {'score':>5}  {'relevance':<9}  {'id':<14}  title / content")
         for position, hit in enumerate(response.results, start=1):
-            text = hit.fields.get("title") or hit.fields.get("content") or ""
+            text = printable(hit.fields.get("title") or hit.fields.get("content") or "")
             if len(text) > TITLE_WIDTH:
                 text = text[: TITLE_WIDTH - 1] + "…"
-            ident = hit.external_id or str(hit.id)
+            ident = printable(hit.external_id or str(hit.id))
             self.stdout.write(f"{position:>3}  {hit.score:>5.3f}  {hit.relevance:<9}  {ident:<14}  {text}")
             if explain and hit.explanation:
                 e = hit.explanation
@@ -129,4 +138,6 @@ class Command(BaseCommand):
                 )
                 if labels := e.get("labels"):
                     shared = ", ".join(labels["shared"]) or "none"
-                    self.stdout.write(f"{'':>5}tags shared with the top {labels['top']}: {shared}")
+                    self.stdout.write(
+                        f"{'':>5}tags shared with the top {labels['top']} (a row among them counts its own): {shared}"
+                    )
