@@ -114,6 +114,22 @@ class Team(models.Model):
     def __str__(self):
         return self.name or self.slug
 
+    def clean_fields(self, exclude=None):
+        # A team created before slugs were lowercase (migration 0014) keeps its slug: its form
+        # saves while the slug is unchanged; a new or changed slug must be lowercase.
+        if self.pk and Team.objects.filter(pk=self.pk, slug=self.slug).exists():
+            exclude = {*(exclude or ()), "slug"}
+        super().clean_fields(exclude=exclude)
+
+    def clean(self):
+        # "acme" beside an old "Acme" would be two teams that every lookup tells apart by case alone
+        twin = Team.objects.filter(slug__iexact=self.slug).exclude(pk=self.pk).values_list("slug", flat=True).first()
+        if twin is not None and twin != self.slug:
+            raise ValidationError(
+                {"slug": f"team {twin!r} has this slug in other capitals; use {twin!r}, "
+                         f"or give that team the slug {twin.lower()!r} (the admin's team page)"}
+            )
+
 
 class EmbeddingStatus(models.TextChoices):
     FRESH = "fresh", "Fresh"

@@ -87,3 +87,31 @@ def test_an_unknown_slug_that_could_not_be_one_is_not_offered_to_create_team(slu
 def test_a_slug_with_blanks_around_it_is_named_without_them():
     with pytest.raises(TeamError, match=r"^--team: no team with slug 'demo'; create it"):
         team_for_slug(slug=" demo ")
+
+
+@pytest.fixture
+def legacy_team(db):
+    """A team created before slugs were lowercase (migration 0014): its slug kept its capital."""
+    team = Team.objects.create(slug="legacy", name="Acme Inc")
+    Team.objects.filter(pk=team.pk).update(slug="Acme")
+    team.refresh_from_db()
+    return team
+
+
+def test_a_lowercase_twin_of_an_old_capitalised_team_is_refused(legacy_team):
+    with pytest.raises(TeamError, match="team 'Acme' has this slug in other capitals; use 'Acme'"):
+        team_create(slug="acme")
+    assert list(Team.objects.values_list("slug", flat=True)) == ["Acme"]
+
+
+def test_an_old_capitalised_team_can_still_be_edited_but_not_given_a_new_capitalised_slug(legacy_team, admin_client):
+    legacy_team.name = "Acme Corporation"
+    legacy_team.full_clean()  # the slug is as stored: accepted
+    page = f"/admin/lessons/team/{legacy_team.pk}/change/"
+    response = admin_client.post(page, {"slug": "Acme", "name": "Acme Corporation"})
+    assert response.status_code == 302
+    assert Team.objects.get(pk=legacy_team.pk).name == "Acme Corporation"
+    response = admin_client.post(page, {"slug": "AcmeCorp", "name": "Acme Corporation"})
+    assert response.status_code == 200 and "Use lowercase letters" in response.content.decode()
+    response = admin_client.post(page, {"slug": "acme", "name": "Acme Corporation"})  # its own slug, lowercased
+    assert response.status_code == 302 and Team.objects.get(pk=legacy_team.pk).slug == "acme"
