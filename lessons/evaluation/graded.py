@@ -269,7 +269,7 @@ def evaluate_graded(*, graded_set: GradedSet, team: Team, modes: list[str]) -> d
 
 
 def graded_table(*, graded_set: GradedSet, results: dict[str, GradedScores]) -> str:
-    """A table per mode (one line each), then nDCG@5 per query with hybrid against text."""
+    """A table per mode (one line each), then nDCG@5 per query with the hybrid against each leg."""
     counts = (len(graded_set.graded), len(graded_set.exact), len(graded_set.feature), len(graded_set.never))
     lines = [
         f"{graded_set.name}: {counts[0]} graded queries, {counts[1]} exact, {counts[2]} feature, {counts[3]} never checks",
@@ -284,19 +284,23 @@ def graded_table(*, graded_set: GradedSet, results: dict[str, GradedScores]) -> 
             f"| {sum(scores.never.values())}/{counts[3]:<3} | {percentile(scores.latencies_ms, 50):6.1f} |"
         )
     modes = list(results)
-    lines += ["", "| query | " + " | ".join(modes) + (" | hybrid - text |" if {"hybrid", "text"} <= set(modes) else "")]
-    lines.append("|---|" + "---:|" * (len(modes) + ({"hybrid", "text"} <= set(modes))))
-    wins = 0
+    # the hybrid against each leg it fuses: text (issue 10's count) and semantic
+    legs = [leg for leg in ("text", "semantic") if "hybrid" in modes and leg in modes]
+    lines += ["", "| query | " + " | ".join(modes) + "".join(f" | hybrid - {leg}" for leg in legs) + " |"]
+    lines.append("|---|" + "---:|" * (len(modes) + len(legs)))
+    wins = {leg: 0 for leg in legs}
+    losses = {leg: 0 for leg in legs}
     for check in graded_set.graded:
         values = [results[mode].ndcg_at_5[check.query] for mode in modes]
         marks = ["" if results[mode].met[check.query] else "*" for mode in modes]
         row = f"| {check.query} | " + " | ".join(f"{v:.3f}{m}" for v, m in zip(values, marks))
-        if {"hybrid", "text"} <= set(modes):
-            delta = results["hybrid"].ndcg_at_5[check.query] - results["text"].ndcg_at_5[check.query]
-            wins += delta > 0
+        for leg in legs:
+            delta = results["hybrid"].ndcg_at_5[check.query] - results[leg].ndcg_at_5[check.query]
+            wins[leg] += delta > 0
+            losses[leg] += delta < 0
             row += f" | {delta:+.3f}"
         lines.append(row + " |")
     lines.append("(* need_in_top5 not met)")
-    if {"hybrid", "text"} <= set(modes):
-        lines.append(f"hybrid above text on {wins} of {counts[0]} graded queries")
+    for leg in legs:
+        lines.append(f"hybrid above {leg} on {wins[leg]} of {counts[0]} graded queries, under it on {losses[leg]}")
     return "\n".join(lines)

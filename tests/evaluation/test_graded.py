@@ -108,7 +108,7 @@ def test_the_command_prints_both_tables_and_writes_json(tmp_path):
     assert "graded_tiny: 3 graded queries, 2 exact, 1 feature, 2 never checks" in output
     assert "| mode     | nDCG@5 | need_in_top5 met | exact | feature | never | p50 ms |" in output
     assert "| turn off tls verification | 0.000* | 0.000* | 0.000* | +0.000 |" in output
-    assert "hybrid above text on" in output
+    assert "hybrid above text on" in output and "hybrid above semantic on" in output
     payload = json.loads(path.read_text())
     assert payload["dataset"] == "graded_tiny" and list(payload["results"]) == MODES
     hybrid = payload["results"]["hybrid"]
