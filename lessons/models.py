@@ -89,6 +89,21 @@ class ArrayAsText(Func):
     output_field = models.TextField()
 
 
+class WithoutTagStarts(Func):
+    """`translate(text, '<', ' ')`: the text as the keyword index reads it.
+
+    PostgreSQL's text parser takes `<script>` and `<style>` for HTML and drops every word after
+    them up to a closing tag that lessons about web pages seldom have ("Load <script> tags with
+    defer" was indexed as "load" alone); other tags vanish as words ("<iframe>"). Without its
+    `<` a tag is a plain word. The query's words go through the same translate
+    (lessons/search/keyword.py). IMMUTABLE, so a generated column may use it.
+    """
+
+    function = "translate"
+    template = "%(function)s(%(expressions)s, '<', ' ')"
+    output_field = models.TextField()
+
+
 def short_terms_field(**kwargs):
     return ArrayField(
         models.CharField(max_length=SHORT_TERM_LENGTH, validators=[short_term_validator]),
@@ -220,13 +235,13 @@ class Lesson(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
     # ('simple') so that `nextjs` or `rls` match exactly.
     search_vector = models.GeneratedField(
         expression=(
-            SearchVector("title", weight="A", config="english")
+            SearchVector(WithoutTagStarts("title"), weight="A", config="english")
             + SearchVector(ArrayAsText("tags"), weight="A", config="simple")
             + SearchVector(ArrayAsText("tech_stacks"), weight="A", config="simple")
             + SearchVector("category", weight="A", config="simple")
-            + SearchVector("description", weight="B", config="english")
-            + SearchVector("recommendation", weight="B", config="english")
-            + SearchVector("context", weight="C", config="english")
+            + SearchVector(WithoutTagStarts("description"), weight="B", config="english")
+            + SearchVector(WithoutTagStarts("recommendation"), weight="B", config="english")
+            + SearchVector(WithoutTagStarts("context"), weight="C", config="english")
             + SearchVector(ArrayAsText("project_types"), weight="C", config="simple")
         ),
         output_field=SearchVectorField(),
@@ -299,11 +314,11 @@ class Memory(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
 
     search_vector = models.GeneratedField(
         expression=(
-            SearchVector("content", weight="A", config="english")
-            + SearchVector(ArrayAsText("people"), weight="A", config="simple")
+            SearchVector(WithoutTagStarts("content"), weight="A", config="english")
+            + SearchVector(WithoutTagStarts(ArrayAsText("people")), weight="A", config="simple")
             + SearchVector(ArrayAsText("categories"), weight="A", config="simple")
             + SearchVector(ArrayAsText("emotions"), weight="A", config="simple")
-            + SearchVector("details", weight="B", config="english")
+            + SearchVector(WithoutTagStarts("details"), weight="B", config="english")
         ),
         output_field=SearchVectorField(),
         db_persist=True,

@@ -143,14 +143,14 @@ def head_size(limit: int) -> int:
 
 
 # CTEs english, exact, terms: the query's terms (parameters: the query, twice), as the leg and
-# its plan both read them.
+# its plan both read them; without `<`, as the rows' search vectors are (lessons.models.WithoutTagStarts).
 QUERY_TERMS_SQL = """
         english AS (
             SELECT lexeme, coalesce(array_length(positions, 1), 1) AS qtf, true AS english
-              FROM unnest(to_tsvector('english', %s))
+              FROM unnest(to_tsvector('english', translate(%s, '<', ' ')))
         ), exact AS (
             SELECT s.lexeme, coalesce(array_length(s.positions, 1), 1) AS qtf, false AS english
-              FROM unnest(to_tsvector('simple', %s)) AS s
+              FROM unnest(to_tsvector('simple', translate(%s, '<', ' '))) AS s
              WHERE NOT EXISTS (SELECT 1 FROM english e WHERE e.lexeme = s.lexeme)
                AND numnode(plainto_tsquery('english', s.lexeme)) > 0
         ), terms AS (

@@ -183,3 +183,37 @@ def test_a_deleted_teams_keyword_bookkeeping_goes_with_it(team):
     assert _bookkeeping_rows(team_id) == dict.fromkeys(kept, 0)
     assert _bookkeeping_rows(other.id) == kept
     assert [(c.score > 0) for c in search(other, "cache")] == [True]
+
+
+def test_words_after_an_html_tag_are_indexed_and_found(team):
+    # the text parser took `<script>` and `<style>` for HTML and dropped the rest of the field
+    lesson = bare_lesson(team, "Load <script> tags with defer",
+                         "A blocking <script> in <head> and inline <style> blocks; an <iframe> without sandbox.")
+    assert {"defer", "block", "head", "inlin", "ifram", "sandbox", "script", "style"} <= set(postings(lesson.id))
+    for query in ("defer", "iframe sandbox", "<script> defer", "<style>"):
+        assert [c.id for c in search(team, query)] == [lesson.id], query
+    memory = memory_create(team=team, content="Wrote <style> rules for the blog with Ada", people=["Ada"])
+    assert {"rule", "blog", "ada"} <= set(postings(memory.id, kind="m"))
+
+
+def test_the_migration_rewrites_the_vectors_and_postings_of_rows_with_tags(team):
+    import importlib
+
+    from django.apps import apps as current_apps
+    from django.db import connection as db
+
+    migration = importlib.import_module("lessons.migrations.0018_search_vectors_without_tag_starts")
+    tagged = bare_lesson(team, "Load <script> tags with defer")
+    plain = bare_lesson(team, "Pool size")
+    remembered = memory_create(team=team, content="Dinner <b>with</b> Ada", people=["Ada <ada@example.org>"])
+    before = {row: postings(row) for row in (tagged.id, plain.id)}, postings(remembered.id, kind="m"), stats(team)
+
+    with db.cursor() as cursor:  # the rows' deferred foreign key checks, before the ALTER TABLE
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    with db.schema_editor(atomic=False) as editor:  # inside the test's transaction
+        migration.rebuild_search_vectors(current_apps, editor)
+
+    assert ({row: postings(row) for row in (tagged.id, plain.id)}, postings(remembered.id, kind="m"), stats(team)) == before
+    lesson_update(lesson=tagged, title="Load <script> tags async")  # the triggers were created again
+    assert "async" in postings(tagged.id) and "defer" not in postings(tagged.id)
+    assert [c.id for c in search(team, "async")] == [tagged.id]
