@@ -1,5 +1,6 @@
 """Shared pieces of the admin classes."""
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.postgres.fields import ArrayField
@@ -39,6 +40,7 @@ class CommaSeparatedField(SimpleArrayField):
 
     def to_python(self, value):
         if isinstance(value, str):
+            value = value.replace("\r\n", "\n")  # a textarea's lines arrive as CRLF
             value = self.delimiter.join(item for item in value.split(self.delimiter) if item.strip())
         return super().to_python(value)
 
@@ -49,11 +51,17 @@ class ReadableInputsMixin:
     people, ...) are typed comma-separated, which the stock form did not say."""
 
     wide_fields: tuple[str, ...] = ()
+    # lists whose items may hold a comma ("Smith, John"), typed one per line: split at commas, a
+    # name with one came back as two people on the next save
+    line_separated_fields: tuple[str, ...] = ()
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         is_list = isinstance(db_field, ArrayField)
+        by_line = db_field.name in self.line_separated_fields
         if is_list:
             kwargs.setdefault("form_class", CommaSeparatedField)
+        if by_line:
+            kwargs.update(delimiter="\n", widget=forms.Textarea(attrs={"rows": 3}))
         if isinstance(db_field, (models.IntegerField, models.FloatField)):
             kwargs = {**_model_bounds(db_field), **kwargs}
         field = super().formfield_for_dbfield(db_field, request, **kwargs)
@@ -69,7 +77,7 @@ class ReadableInputsMixin:
             # the model's rules for an item that the item's form field lacks (its length it has)
             own = field.base_field.validators
             field.base_field.validators.extend(rule for rule in db_field.base_field.validators if rule not in own)
-            separated = "Comma-separated."
+            separated = "One per line." if by_line else "Comma-separated."
             field.help_text = f"{separated} {field.help_text}" if field.help_text else separated
         return field
 

@@ -78,3 +78,21 @@ def test_admin_carries_the_product_name_and_links_the_api_docs(admin_client):
     assert "Memory Store" in page and "Django administration" not in page
     assert 'href="/api/v1/docs"' in page
     assert 'href="/admin/lessons/search/"' in page  # the search playground, from every admin page
+
+
+def test_people_are_typed_one_per_line_so_a_name_may_hold_a_comma(admin_client, team):
+    # split at commas, "Smith, John" came back from the next save as two people
+    memory = memory_create(team=team, content="Board meeting", people=["Smith, John", "Dr. Jane Doe, PhD"])
+    url = reverse("admin:lessons_memory_change", args=[memory.pk])
+    page = admin_client.get(url).content.decode()
+    assert "Smith, John\nDr. Jane Doe, PhD</textarea>" in page
+    form = {
+        "team": team.pk, "external_id": "", "content": "Board meeting", "details": "", "categories": "event",
+        "importance": 5, "people": "Smith, John\r\nDr. Jane Doe, PhD\r\n\r\nBob\r\n", "emotions": "",
+        "occurred_at_0": "", "occurred_at_1": "",
+        "previous_versions-TOTAL_FORMS": 0, "previous_versions-INITIAL_FORMS": 0,
+    }
+    response = admin_client.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    memory.refresh_from_db()
+    assert memory.people == ["Smith, John", "Dr. Jane Doe, PhD", "Bob"]

@@ -44,15 +44,17 @@ def test_lesson_title_shows_whole_and_list_fields_take_comma_separated_terms(adm
     assert lesson.title == LONG_TITLE
 
 
-def test_memory_list_fields_say_comma_separated_and_keep_their_own_help(admin_page):
-    memory = MemoryFactory(team=TeamFactory(slug="acme"), people=["Mateo"], emotions=["excited"])
+def test_memory_list_fields_say_comma_separated_and_keep_their_own_help(admin_page, screenshot):
+    memory = MemoryFactory(team=TeamFactory(slug="acme"), people=["Mateo", "Smith, John"], emotions=["excited"])
     admin_page.goto(f"/admin/lessons/memory/{memory.pk}/change/")
 
-    for name in ("people", "emotions"):
-        expect(admin_page.locator(f"#id_{name}_helptext")).to_have_text("Comma-separated.")
+    expect(admin_page.locator("#id_emotions_helptext")).to_have_text("Comma-separated.")
+    expect(admin_page.locator("#id_people_helptext")).to_have_text("One per line.")  # a name may hold a comma
     # the model's own help stays after the format
     expect(admin_page.locator("#id_categories_helptext")).to_contain_text("Comma-separated. person, emotion")
     assert box_width(admin_page, "#id_people") >= 0.95 * box_width(admin_page, "#id_content")
+    expect(admin_page.locator("#id_people")).to_have_value("Mateo\nSmith, John")
+    screenshot("memory-change-form", full_page=True)
 
 
 def test_a_bad_term_is_refused_on_its_field_and_nothing_is_saved(admin_page):
