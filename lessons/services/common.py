@@ -4,11 +4,18 @@ import unicodedata
 from collections.abc import Iterable
 
 
+# Invisible characters with no say in how a text reads: zero-width space, word joiner, a stray
+# byte-order mark. Pasted into a word ("pass\u200bword") they hid it from every word search, and a
+# title of nothing else was stored as an invisible title. (Zero-width joiners stay: emoji and some
+# scripts need them.)
+INVISIBLE = dict.fromkeys(map(ord, "\u200b\u2060\ufeff"))
+
+
 def normalise_text(value) -> str:
     """A free text (a title, a description, a memory's content) as stored: one Unicode form (NFC),
-    trimmed. macOS keyboards send "crème" with a combining accent; stored as sent, a search or a
-    filter typed the other way missed it."""
-    return unicodedata.normalize("NFC", str(value)).strip()
+    without invisible characters, trimmed. macOS keyboards send "crème" with a combining accent;
+    stored as sent, a search or a filter typed the other way missed it."""
+    return unicodedata.normalize("NFC", str(value)).translate(INVISIBLE).strip()
 
 
 def normalise_terms(values: Iterable[str] | None) -> list[str]:

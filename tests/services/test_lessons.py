@@ -15,7 +15,9 @@ def test_lesson_create_normalises_terms(team):
 
 
 @pytest.mark.parametrize(
-    "field, value", [("confidence", 7), ("frequency", 0), ("status", "maybe"), ("title", ""), ("category", "Not OK!")]
+    "field, value",
+    [("confidence", 7), ("frequency", 0), ("status", "maybe"), ("title", ""), ("category", "Not OK!"),
+     ("title", "\u200b\u200b"), ("title", " \ufeff\u2060 ")],  # invisible only: as blank as ""
 )
 def test_lesson_create_rejects_bad_values_and_writes_nothing(team, field, value):
     arguments = {"title": "A title", field: value}
@@ -46,3 +48,10 @@ def test_propose_accept_reject(team):
     assert lesson_accept(lesson=lesson).status == "confirmed"
     assert lesson_reject(lesson=lesson).status == "rejected"
     assert Lesson.objects.get(pk=lesson.pk).status == "rejected"
+
+
+def test_invisible_characters_do_not_hide_a_word(team):
+    lesson = lesson_create(team=team, title="Rotate the pass\u200bword", description="Keep the sec\u2060ret out")
+    assert (lesson.title, lesson.description) == ("Rotate the password", "Keep the secret out")
+    emoji_family = "Family 👨\u200d👩\u200d👧 photo"  # a zero-width joiner is part of the emoji
+    assert lesson_create(team=team, title=emoji_family).title == emoji_family
