@@ -114,7 +114,7 @@ def permission_refused(request, exc: PermissionRefused):
 
 @api.exception_handler(HttpError)
 def http_error(request, exc: HttpError):
-    if isinstance(exc.__cause__, (json.JSONDecodeError, UnicodeDecodeError, ValueError)):
+    if isinstance(exc.__cause__, (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError)):
         return _answer(request, errors.malformed_json(exc.__cause__), 400)
     return _answer(request, errors.error_body(exc.message), exc.status_code)
 

@@ -5,6 +5,7 @@ server uses the same functions, so both speak the same language about bad input.
 """
 
 import json
+import sys
 
 import pydantic
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -84,6 +85,10 @@ def django_validation_errors(error: DjangoValidationError) -> dict:
 def malformed_json(error: Exception) -> dict:
     if isinstance(error, json.JSONDecodeError):
         message = f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+    elif isinstance(error, RecursionError):
+        message = "the JSON is nested too deeply to read; no field of this API nests more than a few levels"
+    elif "int_max_str_digits" in str(error):  # Python's advice to raise its limit is for its own users
+        message = f"a number in the JSON has more than {sys.get_int_max_str_digits():,} digits"
     else:
         message = f"the body could not be read as JSON: {error}"
     return field_error("body", message)

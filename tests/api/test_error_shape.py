@@ -205,3 +205,14 @@ def test_a_lesson_callers_context_on_a_memory_search_is_refused_not_ignored(api,
     response = api.post("/search", body)
     assert response.status_code == 422
     assert response.json()["errors"] == [{"field": field, "message": "lessons only; this search is of memories"}]
+
+
+@pytest.mark.parametrize("body, message", [
+    ('{"title": ' + "[" * 5000 + "]" * 5000 + "}", "body: the JSON is nested too deeply to read"),
+    ('{"title": "x", "frequency": ' + "9" * 5000 + "}", "body: a number in the JSON has more than 4,300 digits"),
+])
+def test_json_python_cannot_read_is_a_400_naming_the_body_in_plain_words(api, body, message):
+    response = api.post("/lessons", body)
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith(message)
+    assert response.json()["errors"][0]["field"] == "body" and "sys." not in response.json()["detail"]
