@@ -51,16 +51,18 @@ class StaffSessionAuth(APIKeyCookie):
         return super().__call__(request)  # checks CSRF on unsafe methods, then authenticate()
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Caller | None:
-        slug = (request.headers.get(TEAM_HEADER) or request.GET.get(TEAM_QUERY_PARAMETER) or "").strip()
+        header = request.headers.get(TEAM_HEADER)
+        slug = (header or request.GET.get(TEAM_QUERY_PARAMETER) or "").strip()
+        named_by = TEAM_HEADER if header else f"?{TEAM_QUERY_PARAMETER}="  # the error names what was sent
         if not slug:
             raise TeamChoiceError(
                 f"{TEAM_HEADER}: staff using the API must choose a team with the {TEAM_HEADER} header "
                 f"or the ?{TEAM_QUERY_PARAMETER}= query parameter"
             )
         try:
-            team = team_named(slug=slug, option=TEAM_HEADER)
+            team = team_named(slug=slug, option=named_by)
         except TeamError as error:
-            raise TeamChoiceError(str(error), status=404) from error
+            raise TeamChoiceError(str(error), status=404, field=named_by) from error
         return Caller(team=team, user_id=request.user.pk)
 
 

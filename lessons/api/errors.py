@@ -20,10 +20,11 @@ _PARAMETER_NAMES = {"payload", "params", "filters", "pagination"}
 class TeamChoiceError(Exception):
     """Staff using the API from the admin session did not name a usable team."""
 
-    def __init__(self, message: str, *, status: int = 400):
+    def __init__(self, message: str, *, status: int = 400, field: str = "X-Team"):
         super().__init__(message)
         self.message = message
         self.status = status
+        self.field = field  # the header, or the query parameter the team was named by
 
 
 def error_body(detail: str, errors: list[dict] | None = None) -> dict:

@@ -95,6 +95,9 @@ def test_staff_must_name_an_existing_team(team):
     other_case = client.get("/lessons", HTTP_X_TEAM="ACME")
     assert other_case.status_code == 404
     assert other_case.json()["detail"] == "X-Team: no team with slug 'ACME'; did you mean 'acme'?"
+    by_parameter = client.get("/lessons", {"team": "ACME"})  # named by what the caller sent
+    assert by_parameter.json()["detail"] == "?team=: no team with slug 'ACME'; did you mean 'acme'?"
+    assert by_parameter.json()["errors"][0]["field"] == "?team="
 
 
 def test_a_session_without_staff_rights_is_401(team):
