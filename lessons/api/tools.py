@@ -246,7 +246,9 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     ),
     AgentTool(
         name="search_by_emotion",
-        description="Find memories with a specific emotional signal (happy, sad, anxious, excited, ...).",
+        description="Find memories with a specific emotional signal (happy, sad, anxious, excited, ...): those "
+        "tagged with it first, then others whose meaning is close (relevance at least medium); an emotion "
+        "no memory carries or comes close to gives no results.",
         endpoint="GET /memories/by-emotion",
         input=ByEmotionQuery,
         output=SearchOut,

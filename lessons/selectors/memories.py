@@ -142,8 +142,15 @@ def memories_recent_events(*, team: Team, days: int = 30, limit: int | None = No
 
 def memories_by_emotion(*, team: Team, emotion: str, limit: int = 20) -> SearchResponse:
     """Memories carrying the emotion (its tag comes first, as an exact term) and memories whose
-    meaning is close to it: "panic" finds the racing heart on the S-Bahn that never says panic."""
-    return search(request=SearchRequest(team=team, query=emotion.strip().lower(), kind="memories", limit=limit))
+    meaning is close to it: "panic" finds the racing heart on the S-Bahn that never says panic.
+    An untagged memory needs a relevance label of at least "medium": an emotion nobody felt
+    ("zzqqxx") used to answer 20 unrelated memories labelled low. Never the recency fallback."""
+    feeling = emotion.strip().lower()
+    response = search(request=SearchRequest(team=team, query=feeling, kind="memories", limit=limit))
+    if response.fallback is not None:
+        return replace(response, results=[], fallback=None)
+    felt = [hit for hit in response.results if feeling in (hit.fields.get("emotions") or []) or hit.relevance != "low"]
+    return replace(response, results=felt)
 
 
 def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchResponse:

@@ -183,3 +183,11 @@ def test_a_name_starting_the_persons_or_one_typo_away_finds_them(team, spelling,
     embedding_refresh(items=written)  # found by meaning among the memories naming them
     hits = memories_by_person(team=team, name=spelling).results
     assert [hit.fields["people"] for hit in hits] == [[expected]]
+
+
+def test_an_emotion_nobody_felt_finds_nothing_and_untagged_hits_need_a_real_label(demo_team):
+    # it used to answer 20 unrelated memories labelled low
+    nothing = memories_by_emotion(team=demo_team, emotion="zzqqxx")
+    assert nothing.results == [] and nothing.fallback is None
+    lonely = memories_by_emotion(team=demo_team, emotion="lonely").results
+    assert lonely and all("lonely" in hit.fields["emotions"] or hit.relevance != "low" for hit in lonely)
