@@ -27,7 +27,9 @@ def require_permission(request: HttpRequest, *, kind: str, actions: tuple[str, .
     if getattr(request.auth, "user_id", None) is None:
         return
     meta = MODELS[kind]._meta
-    missing = [action for action in actions if not request.user.has_perm(f"{meta.app_label}.{action}_{meta.model_name}")]
+    missing = [
+        action for action in actions if not request.user.has_perm(f"{meta.app_label}.{action}_{meta.model_name}")
+    ]
     if missing:
         raise PermissionRefused(
             f"your account may not {' or '.join(missing)} {meta.verbose_name_plural} "

@@ -45,7 +45,8 @@ def test_table_shows_ranked_results_with_relevance(team, lessons):
     first = next(line for line in lines if line.strip().startswith("1 "))
     assert "rls-1" in first and "row level security" in first
     assert "semantic" in output and "quality" in output and "found by primary" in output
-    assert "tags shared with the top 3 (a row among them counts its own): rls" in output  # label feedback: the best hit shares its own tag
+    # label feedback: the best hit shares its own tag
+    assert "tags shared with the top 3 (a row among them counts its own): rls" in output
 
 
 def test_json_is_the_api_object(team, lessons):

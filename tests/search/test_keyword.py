@@ -213,7 +213,8 @@ def test_the_migration_rewrites_the_vectors_and_postings_of_rows_with_tags(team)
     with db.schema_editor(atomic=False) as editor:  # inside the test's transaction
         migration.rebuild_search_vectors(current_apps, editor)
 
-    assert ({row: postings(row) for row in (tagged.id, plain.id)}, postings(remembered.id, kind="m"), stats(team)) == before
+    after = {row: postings(row) for row in (tagged.id, plain.id)}, postings(remembered.id, kind="m"), stats(team)
+    assert after == before
     lesson_update(lesson=tagged, title="Load <script> tags async")  # the triggers were created again
     assert "async" in postings(tagged.id) and "defer" not in postings(tagged.id)
     assert [c.id for c in search(team, "async")] == [tagged.id]

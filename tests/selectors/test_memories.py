@@ -166,7 +166,7 @@ def test_a_name_in_the_text_counts_as_a_word_not_as_the_start_of_one(team):
 def test_a_similar_name_is_another_person(team, other_person):
     # a trigram match once answered each of these with someone else's memories
     written = [
-        memory_create(team=team, content="Lena married David in a small church outside Vienna", people=["Lena", "David"]),
+        memory_create(team=team, content="Lena married David in a church outside Vienna", people=["Lena", "David"]),
         memory_create(team=team, content="Climbing with Sam on Saturday", people=["Sam"]),
         memory_create(team=team, content="Maria showed me her garden", people=["Maria"]),
     ]
