@@ -388,11 +388,16 @@ class MemoryFilters(FilterSchema):
     def filter_person(self, value: list[str] | None) -> Q:
         # Names keep their case when stored; a filter compares them case-insensitively, as the
         # friends listing and a search's `people` filter do.
-        names = [name.lower() for name in normalise_names(value)]
+        # Lowercased by PostgreSQL on both sides: Python lowercases "İlker" to "i̇lker" (two
+        # characters), PostgreSQL to "ilker", and the stored name was never found.
+        names = normalise_names(value)
         if not names:
             return Q()
         table = Memory._meta.db_table
-        return Q(RawSQL(f'lower("{table}"."people"::text)::text[] && %s::text[]', [names], output_field=BooleanField()))
+        return Q(RawSQL(
+            f'lower("{table}"."people"::text)::text[] && (SELECT array_agg(lower(v)) FROM unnest(%s::text[]) AS v)',
+            [names], output_field=BooleanField(),
+        ))
 
 
 # --- search --------------------------------------------------------------------------------

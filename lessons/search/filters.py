@@ -95,10 +95,15 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
         if filters.min_importance is not None:
             add("t.importance >= %s", filters.min_importance)
         if filters.people:
+            # lowercased by PostgreSQL on both sides ("İlker": Python says "i̇lker", PostgreSQL "ilker");
+            # the postings' signatures hold PostgreSQL's lowercase, so only ASCII names, which both
+            # lowercase alike, may skip postings by signature
+            ascii_only = all(name.isascii() for name in filters.people)
             add(
-                "EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE lower(p.name) = ANY(%s::text[]))",
-                [v.lower() for v in filters.people],
-                facet="people",
+                "EXISTS (SELECT 1 FROM unnest(t.people) AS p(name)"
+                " WHERE lower(p.name) = ANY(SELECT lower(v) FROM unnest(%s::text[]) AS v))",
+                [name.lower() if ascii_only else name for name in filters.people],
+                facet="people" if ascii_only else None,
             )
         if filters.person_like:
             name = filters.person_like.strip()

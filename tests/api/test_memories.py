@@ -1,6 +1,7 @@
 import pytest
 
 from lessons.models import Memory
+from lessons.services.memories import memory_create
 from tests.factories import MemoryFactory
 
 pytestmark = pytest.mark.django_db
@@ -162,3 +163,14 @@ def test_a_version_is_dated_when_its_text_was_written_not_at_a_later_edit(api, t
     assert versions[1].created_at == written
     assert versions[2].created_at == second_written  # when "Second text" replaced the first
     assert versions[2].updated_at > versions[2].created_at
+
+
+@pytest.mark.parametrize("typed", ["İlker", "ilker", "İLKER", "Ilker"])
+def test_a_name_with_a_dotted_capital_i_is_found_however_it_is_typed(api, team, typed):
+    # Python lowercases "İ" to two characters, PostgreSQL to "i": the stored name was never found as typed
+    memory = memory_create(team=team, content="Tea with İlker by the Bosphorus", people=["İlker"])
+    listed = api.get("/memories", {"person": typed}).json()
+    assert [item["id"] for item in listed["items"]] == [memory.pk]
+    found = api.post("/search", {"query": "tea Bosphorus", "kind": "memories", "mode": "text",
+                                 "filters": {"people": [typed]}}).json()
+    assert [hit["id"] for hit in found["results"]] == [memory.pk]
