@@ -8,6 +8,8 @@ from django.contrib.postgres.forms import SimpleArrayField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from lessons.text import clean_text
+
 
 def confirmed_selection_max() -> int:
     """A confirmation page posts one field per row back, and a few of its own (settings)."""
@@ -45,11 +47,29 @@ class CommaSeparatedField(SimpleArrayField):
         return super().to_python(value)
 
 
+class ServiceTextForm(forms.ModelForm):
+    """Texts as the services will store them (lessons.text.clean_text) before the model checks
+    them: a title of only invisible characters passed the form, the service then found it blank,
+    and the curator got a 500. Now it is refused on its field, like a title of spaces."""
+
+    def clean(self):
+        cleaned = super().clean()
+        for name, field in self.fields.items():
+            value = cleaned.get(name)
+            # free texts only: an external id is matched against its source as it was given
+            if type(field) is forms.CharField and name != "external_id" and isinstance(value, str):
+                cleaned[name] = clean_text(value)
+                if field.required and not cleaned[name]:
+                    self.add_error(name, field.error_messages["required"])
+        return cleaned
+
+
 class ReadableInputsMixin:
     """Inputs sized for what curators type into them. A lesson's title is a sentence (up to 300
     characters) and the stock 20em input showed its first forty; list fields (tags, tech stacks,
     people, ...) are typed comma-separated, which the stock form did not say."""
 
+    form = ServiceTextForm
     wide_fields: tuple[str, ...] = ()
     # lists whose items may hold a comma ("Smith, John"), typed one per line: split at commas, a
     # name with one came back as two people on the next save

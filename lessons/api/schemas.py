@@ -30,6 +30,7 @@ from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
 from lessons.services.common import normalise_names, normalise_terms, normalise_text
+from lessons.text import INVISIBLE, is_visible
 
 # Bounds on free text, so a runaway agent cannot store a megabyte in one field.
 MAX_TEXT_CHARS = 20_000
@@ -69,11 +70,26 @@ Term = Annotated[
                     "pattern": "^[A-Za-z0-9][A-Za-z0-9+#._ -]*$"}),
 ]
 Terms = Annotated[list[Term], Field(max_length=MAX_TERMS)]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+def _something_shows(text: str) -> str:
+    """A query or a name of only invisible characters ("\u200b") is as blank as "   " (lessons.text)."""
+    if not is_visible(text.translate(INVISIBLE)):
+        raise ValueError("only invisible characters: as blank as an empty text")
+    return text
+
+
+Name = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), AfterValidator(_something_shows)
+]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many results, 1..{MAX_LIMIT}.")]
 # A query is trimmed before its length is checked: "   " is refused like "" (it used to be taken as
 # no query at all, and answered the most recent rows).
-QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS)]
+QueryText = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS),
+    AfterValidator(_something_shows),
+]
 # One optional term (a project type, a phase): "  " is refused naming its field, not taken as a term.
 OptionalTerm = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TERM_CHARS)]
 

@@ -66,7 +66,6 @@ Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query o
 the most recently updated rows, `fallback="recency"`.
 """
 
-import unicodedata
 from time import perf_counter
 
 from django.conf import settings
@@ -93,6 +92,7 @@ from lessons.search.statements import (
 )
 from lessons.search.types import SearchRequest, SearchResponse
 from lessons.search.validation import validate
+from lessons.text import clean_text
 
 MIN_CANDIDATES = 50
 CANDIDATES_BEYOND_LIMIT = 50
@@ -119,14 +119,15 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     scope = Scope(kind, clause.sql, clause.params, narrowed=request.filters.narrows,
                   signature_masks=clause.signature_masks)
     timings: dict[str, float] = {"embed": 0.0, "sql": 0.0, "fuse": 0.0}
-    # NFC, as every text is stored: "crème" typed with a combining accent is the same word
-    query = " ".join(unicodedata.normalize("NFC", request.query).split())
+    # as every text is stored (lessons.text): "crème" typed with a combining accent is the same
+    # word, and "pass\u200bword" is "password"
+    query = " ".join(clean_text(request.query).split())
     if not query:
         return _recency_response(request=request, scope=scope, timings=timings, started=started,
                                  degraded_reason=None, candidates={})
 
-    keywords = extract_keywords(unicodedata.normalize("NFC", request.context)) if request.context else []
-    keyword_query = " ".join(unicodedata.normalize("NFC", request.keyword_query or "").split()) or query
+    keywords = extract_keywords(clean_text(request.context)) if request.context else []
+    keyword_query = " ".join(clean_text(request.keyword_query or "").split()) or query
     contextual = contextual_query(query, keywords) if keywords else None
     per_leg = search_leg_limit(request.limit)
     term_forms = scoring.query_term_forms(keyword_query, STOP_WORDS)

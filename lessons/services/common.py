@@ -3,19 +3,13 @@
 import unicodedata
 from collections.abc import Iterable
 
-
-# Invisible characters with no say in how a text reads: zero-width space, word joiner, a stray
-# byte-order mark. Pasted into a word ("pass\u200bword") they hid it from every word search, and a
-# title of nothing else was stored as an invisible title. (Zero-width joiners stay: emoji and some
-# scripts need them.)
-INVISIBLE = dict.fromkeys(map(ord, "\u200b\u2060\ufeff"))
+from lessons.text import clean_name, clean_text
 
 
 def normalise_text(value) -> str:
-    """A free text (a title, a description, a memory's content) as stored: one Unicode form (NFC),
-    without invisible characters, trimmed. macOS keyboards send "crème" with a combining accent;
-    stored as sent, a search or a filter typed the other way missed it."""
-    return unicodedata.normalize("NFC", str(value)).translate(INVISIBLE).strip()
+    """A free text (a title, a description, a memory's content) as stored (lessons.text.clean_text):
+    one Unicode form (NFC), without invisible characters, trimmed, "" when nothing in it shows."""
+    return clean_text(value)
 
 
 def normalise_terms(values: Iterable[str] | None) -> list[str]:
@@ -29,11 +23,13 @@ def normalise_terms(values: Iterable[str] | None) -> list[str]:
 
 
 def normalise_names(values: Iterable[str] | None) -> list[str]:
-    """People's names keep their case; only blanks and exact duplicates go. One Unicode form
-    (NFC), so "Zoë" typed two ways is one person."""
-    seen: dict[str, None] = {}
+    """People's names keep their case (lessons.text.clean_name); blanks, names without a letter or
+    digit, and repeats in any case go, the first spelling kept ("Smith, John" and "smith, john" are
+    one person, as the friends listing counts them). One Unicode form (NFC), so "Zoë" typed two
+    ways is one person."""
+    seen: dict[str, str] = {}
     for value in values or []:
-        name = " ".join(unicodedata.normalize("NFC", str(value)).split())
+        name = clean_name(value)
         if name:
-            seen.setdefault(name, None)
-    return list(seen)
+            seen.setdefault(name.casefold(), name)
+    return list(seen.values())

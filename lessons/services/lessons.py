@@ -6,6 +6,7 @@ from lessons.embedding import embedded_fields
 from lessons.models import Lesson, LessonStatus, Team
 from lessons.services.common import normalise_terms, normalise_text
 from lessons.services.embeddings import embedding_schedule
+from lessons.text import clean_identifier
 
 TEXT_FIELDS = ("title", "description", "context", "recommendation")
 TERM_FIELDS = ("project_types", "tech_stacks", "tags")
@@ -35,7 +36,7 @@ def _normalised(fields: dict) -> dict:
     if "category" in clean and clean["category"] is not None:
         clean["category"] = str(clean["category"]).strip().lower()
     if "external_id" in clean:
-        clean["external_id"] = (str(clean["external_id"]).strip() or None) if clean["external_id"] else None
+        clean["external_id"] = clean_identifier(clean["external_id"]) if clean["external_id"] else None
     return clean
 
 

@@ -10,6 +10,7 @@ from django.db import transaction
 from lessons.models import Memory, Team
 from lessons.services.common import normalise_names, normalise_terms, normalise_text
 from lessons.services.embeddings import embedding_schedule, embedding_schedule_if_pending
+from lessons.text import clean_identifier
 
 VERSIONED_FIELDS = ("content", "details")
 EDITABLE_FIELDS = (
@@ -46,7 +47,7 @@ def _normalised(fields: dict) -> dict:
     if "people" in clean:
         clean["people"] = normalise_names(clean["people"])
     if "external_id" in clean:
-        clean["external_id"] = (str(clean["external_id"]).strip() or None) if clean["external_id"] else None
+        clean["external_id"] = clean_identifier(clean["external_id"]) if clean["external_id"] else None
     return clean
 
 

@@ -96,3 +96,15 @@ def test_people_are_typed_one_per_line_so_a_name_may_hold_a_comma(admin_client, 
     assert response.status_code == 302, response.content.decode()[:2000]
     memory.refresh_from_db()
     assert memory.people == ["Smith, John", "Dr. Jane Doe, PhD", "Bob"]
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\ufeff \u2060", "\u200d", "\u00ad"])
+def test_a_title_of_only_invisible_characters_is_refused_on_its_field_not_a_500(admin_client, team, invisible):
+    response = admin_client.post(reverse("admin:lessons_lesson_add"), {
+        "team": team.pk, "title": invisible, "category": "workflow", "status": "confirmed", "description": "",
+        "context": "", "recommendation": "", "confidence": 0.5, "frequency": 1, "project_types": "",
+        "tech_stacks": "", "tags": "", "external_id": "",
+    })
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["title"] == ["This field is required."]
+    assert not Lesson.objects.exists()

@@ -216,3 +216,19 @@ def test_json_python_cannot_read_is_a_400_naming_the_body_in_plain_words(api, bo
     assert response.status_code == 400
     assert response.json()["detail"].startswith(message)
     assert response.json()["errors"][0]["field"] == "body" and "sys." not in response.json()["detail"]
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u200d", "\u00ad", "\u2063", "\u180e"])
+def test_a_title_or_query_of_only_invisible_characters_is_as_blank_as_spaces(api, invisible):
+    created = api.post("/lessons", {"title": invisible})
+    assert created.status_code == 422 and created.json()["errors"][0]["field"] == "title"
+    searched = api.post("/search", {"query": invisible})
+    assert searched.status_code == 422 and searched.json()["errors"][0]["field"] == "query"
+    assert api.get("/memories/by-person", {"name": invisible}).status_code == 422
+
+
+def test_invisible_characters_in_a_query_or_an_external_id_are_not_read(api):
+    lesson = api.post("/lessons", {"title": "Rotate the password", "external_id": "\u200b"}).json()
+    assert lesson["external_id"] is None
+    found = api.post("/search", {"query": "pass\u200bword", "mode": "text"}).json()
+    assert [hit["id"] for hit in found["results"]] == [lesson["id"]] and found["fallback"] is None

@@ -77,3 +77,9 @@ def test_earlier_versions_are_read_only_and_deleted_with_their_memory(team):
         memory_update(memory=version, content="Rewrite history")
     memory_delete(memory=memory)
     assert not Memory.objects.exists()
+
+
+def test_people_are_one_each_in_any_case_and_a_name_needs_a_letter(team):
+    typed = ["Smith, John", "smith, john", ",", " , ", "\u200b", "A\u200bnn", "Zoe\u0301", "Zoé"]
+    memory = memory_create(team=team, content="Board meeting", people=typed)
+    assert memory.people == ["Smith, John", "Ann", "Zoé"]

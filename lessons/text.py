@@ -1,0 +1,41 @@
+"""Texts as the store keeps and reads them, alike on the way in (services, imports) and in a query.
+
+One Unicode form (NFC): macOS keyboards send "crème" with a combining accent, and stored as sent
+a search or a filter typed the other way missed it. No invisible characters: a zero-width space,
+a word joiner or a stray byte-order mark pasted into a word ("pass\u200bword") hid it from every
+word search. A text in which nothing shows (spaces, controls, format characters such as a lone
+zero-width joiner or a soft hyphen) counts as blank: it was stored as an invisible title.
+"""
+
+import unicodedata
+
+# removed wherever they stand; zero-width joiners stay inside a text (emoji and some scripts need them)
+INVISIBLE = dict.fromkeys(map(ord, "\u200b\u2060\ufeff"))
+
+
+def is_visible(text: str) -> bool:
+    """Whether any character of `text` shows: not only separators (Z*) and controls or format
+    characters (C*)."""
+    return any(unicodedata.category(character)[0] not in "CZ" for character in text)
+
+
+def clean_text(value) -> str:
+    """NFC, without invisible characters, trimmed; "" when nothing in it shows."""
+    text = unicodedata.normalize("NFC", str(value)).translate(INVISIBLE).strip()
+    return text if is_visible(text) else ""
+
+
+def clean_name(value) -> str:
+    """A person's name: a clean text with its inner spaces collapsed; "" when it has no letter or
+    digit (a stray "," from a comma-separated habit is not a person)."""
+    name = " ".join(clean_text(value).split())
+    return name if any(character.isalnum() for character in name) else ""
+
+
+def clean_identifier(value) -> str | None:
+    """An external id as given (no Unicode form imposed: it is matched against its source), without
+    invisible characters and trimmed; None when nothing in it shows."""
+    if value is None:
+        return None
+    identifier = str(value).translate(INVISIBLE).strip()
+    return identifier if is_visible(identifier) else None
