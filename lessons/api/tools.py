@@ -247,8 +247,8 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     AgentTool(
         name="search_by_emotion",
         description="Find memories with a specific emotional signal (happy, sad, anxious, excited, ...): those "
-        "tagged with it first, then others whose meaning is close (relevance at least medium); an emotion "
-        "no memory carries or comes close to gives no results.",
+        "tagged with it first, then others whose meaning is close enough to be labelled at least medium "
+        "(in a small team a memory can come that close by chance); never the most recent memories as filler.",
         endpoint="GET /memories/by-emotion",
         input=ByEmotionQuery,
         output=SearchOut,

@@ -13,6 +13,7 @@ from django.conf import settings
 from lessons.models import Lesson, Memory
 from lessons.search.signature import value_bits
 from lessons.search.types import SearchFilters, SearchRequestError
+from lessons.text import clean_name
 
 # A name in `people` is the person asked for when it is the same name in any case, starts with
 # it ("Jon" -> Jonas, from this many letters), or is one typo away from it ("Jonah" -> Jonas, from
@@ -20,6 +21,7 @@ from lessons.search.types import SearchFilters, SearchRequestError
 # (similarity 0.3) answered "Samantha" with Sam, "Marius" with Maria and "Davidson" with David.
 PERSON_PREFIX_MIN_LETTERS = 3
 PERSON_TYPO_MIN_LETTERS = 5
+PERSON_TEXT_MIN_LETTERS = 2
 
 
 def table_for(kind: str) -> str:
@@ -95,28 +97,36 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
         if filters.min_importance is not None:
             add("t.importance >= %s", filters.min_importance)
         if filters.people:
-            # lowercased by PostgreSQL on both sides ("İlker": Python says "i̇lker", PostgreSQL "ilker");
-            # the postings' signatures hold PostgreSQL's lowercase, so only ASCII names, which both
-            # lowercase alike, may skip postings by signature
-            ascii_only = all(name.isascii() for name in filters.people)
+            # as names are stored (NFC: "Zoe" + a combining accent is Zoé), lowercased by PostgreSQL
+            # on both sides ("İlker": Python says "i̇lker", PostgreSQL "ilker"); the postings'
+            # signatures hold PostgreSQL's lowercase, so only ASCII names, which both lowercase
+            # alike, may skip postings by signature
+            names = [clean_name(name) for name in filters.people]
+            ascii_only = all(name.isascii() for name in names)
             add(
                 "EXISTS (SELECT 1 FROM unnest(t.people) AS p(name)"
                 " WHERE lower(p.name) = ANY(SELECT lower(v) FROM unnest(%s::text[]) AS v))",
-                [name.lower() if ascii_only else name for name in filters.people],
+                [name.lower() if ascii_only else name for name in names],
                 facet="people" if ascii_only else None,
             )
         if filters.person_like:
-            name = filters.person_like.strip()
-            # in the text, the name as a whole word in any case: "Tom" is not "tomorrow", "Anna" not "Vienna"
+            name = clean_name(filters.person_like)  # as names are stored: NFC, one space
+            # as a whole word, in any case, with no letter or digit touching it: in a stored full name
+            # ("Featherstonehaugh" is Orla Featherstonehaugh) and in the text ("Tom" is not
+            # "tomorrow", "Anna" not "Vienna", "J.R." ends at its dot); a one-letter name only as a
+            # whole stored name ("A" is mostly an article)
+            whole_word = r"(?<![[:alnum:]_])" + re.escape(name) + r"(?![[:alnum:]_])"
             add(
                 "(EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE lower(p.name) = lower(%s)"
                 " OR (length(%s) >= %s AND lower(p.name) LIKE lower(%s))"
-                " OR (length(%s) >= %s AND levenshtein_less_equal(lower(p.name), lower(%s), 1) <= 1))"
-                " OR (t.content || ' ' || t.details) ~* %s)",
+                " OR (length(%s) >= %s AND levenshtein_less_equal(lower(p.name), lower(%s), 1) <= 1)"
+                " OR (length(%s) >= %s AND p.name ~* %s))"
+                " OR (length(%s) >= %s AND (t.content || ' ' || t.details) ~* %s))",
                 name,
                 name, PERSON_PREFIX_MIN_LETTERS, name.replace("%", r"\%").replace("_", r"\_") + "%",
                 name, PERSON_TYPO_MIN_LETTERS, name,
-                r"\m" + re.escape(name) + r"\M",
+                name, PERSON_TEXT_MIN_LETTERS, whole_word,
+                name, PERSON_TEXT_MIN_LETTERS, whole_word,
             )
         if filters.emotions:
             add("t.emotions && %s::varchar[]", [v.lower() for v in filters.emotions], facet="emotions")

@@ -191,3 +191,22 @@ def test_an_emotion_nobody_felt_finds_nothing_and_untagged_hits_need_a_real_labe
     assert nothing.results == [] and nothing.fallback is None
     lonely = memories_by_emotion(team=demo_team, emotion="lonely").results
     assert lonely and all("lonely" in hit.fields["emotions"] or hit.relevance != "low" for hit in lonely)
+
+
+@pytest.mark.parametrize("typed", ["Zoe\u0301", "J.R.", "(Ann)", "Featherstonehaugh", "orla"])
+def test_a_name_is_found_typed_with_a_combining_accent_or_ending_in_punctuation(team, typed):
+    # "Zoe" + a combining accent is Zoé once read in NFC; "J.R." ends at its dot in the text
+    written = [
+        memory_create(team=team, content="Coffee with Zoé", people=["Zoé"]),
+        memory_create(team=team, content="Text only: J.R. called about the roof"),
+        memory_create(team=team, content="Met (Ann) at the station"),
+        memory_create(team=team, content="A trip to Vienna"),
+        memory_create(team=team, content="Orla's garden party", people=["Orla Featherstonehaugh"]),
+    ]
+    embedding_refresh(items=written)
+    hits = memories_by_person(team=team, name=typed).results
+    expected = typed.strip("().").replace("e\u0301", "é")
+    if typed in ("Featherstonehaugh", "orla"):  # a surname, a first name: whole words of a full name
+        expected = "Orla's garden party"
+    assert len(hits) == 1 and expected in hits[0].fields["content"]
+    assert memories_by_person(team=team, name="A").results == []  # one letter: only a name in `people`
