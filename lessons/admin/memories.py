@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected as django_delete_selected
 from django.http import HttpResponseRedirect
 from django.urls import path, reverse
+from django.utils.html import format_html_join
 from django.utils.text import Truncator
 
 from lessons.admin.common import (
@@ -67,7 +68,7 @@ class MemoryAdmin(
     admin.ModelAdmin,
 ):
     list_display = (
-        "content_preview", "team", "importance", "categories", "people", "version", *USAGE_LIST_FIELDS,
+        "content_preview", "team", "importance", "categories", "people_names", "version", *USAGE_LIST_FIELDS,
         "embedding_status",
         "occurred_at",
     )
@@ -77,6 +78,7 @@ class MemoryAdmin(
     line_separated_fields = ("people",)
     list_per_page = 50  # a page renders in well under 300 ms; 100 rows took twice that
     readonly_fields = (
+        "people_names",
         "version", "created_at", "updated_at", "embedding_status", "embedding_model", "embedded_at", "content_hash",
         *USAGE_FIELDS,
     )
@@ -105,6 +107,22 @@ class MemoryAdmin(
     @admin.display(description="content", ordering="content")
     def content_preview(self, obj):
         return Truncator(obj.content).chars(LIST_CONTENT_CHARS)
+
+    # One name a line, as the form takes them: joined with commas, "Smith, John" and "Doe, Jane"
+    # read as four people.
+    @admin.display(description="people")
+    def people_names(self, obj):
+        return format_html_join("", '<div class="person-name">{}</div>', ((name,) for name in obj.people)) or "-"
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or self.has_change_permission(request, obj):
+            return fieldsets
+        # read-only (an earlier version, a view-only curator): the names one a line, not comma-joined
+        return [
+            (title, {**options, "fields": tuple("people_names" if f == "people" else f for f in options["fields"])})
+            for title, options in fieldsets
+        ]
 
     def engine_search_filters(self, request):
         return memory_search_filters(request)

@@ -6,7 +6,8 @@ keep is refused with the field named and nothing saved."""
 import pytest
 from playwright.sync_api import expect
 
-from lessons.models import Lesson
+from lessons.models import Lesson, Memory
+from lessons.services.memories import memory_create, memory_update
 from tests.factories import LessonFactory, MemoryFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,3 +67,23 @@ def test_a_bad_term_is_refused_on_its_field_and_nothing_is_saved(admin_page):
     expect(admin_page.locator(".errornote")).to_be_visible()
     expect(admin_page.locator(".form-row.field-tags .errorlist")).to_contain_text("Use ASCII letters, digits, spaces")
     assert Lesson.objects.get(pk=lesson.pk).tags == ["tenancy"]
+
+
+def test_people_read_one_a_line_on_the_list_and_an_earlier_versions_page(admin_page, screenshot):
+    # joined with commas, "Smith, John" and "Doe, Jane" read as four people
+    long_name = "L" * 200
+    memory = memory_create(team=TeamFactory(slug="acme"), content="Board meeting",
+                           people=["Smith, John", "Doe, Jane", long_name])
+    memory_update(memory=memory, content="Board meeting, moved to Friday")
+    earlier = Memory.objects.get(current_version=memory)
+
+    admin_page.goto("/admin/lessons/memory/")
+    names = admin_page.locator("#result_list td.field-people_names .person-name")
+    expect(names).to_have_text(["Smith, John", "Doe, Jane", long_name])
+
+    admin_page.goto(f"/admin/lessons/memory/{earlier.pk}/change/")
+    names = admin_page.locator(".field-people_names .person-name")
+    expect(names).to_have_text(["Smith, John", "Doe, Jane", long_name])
+    page_width = admin_page.evaluate("document.documentElement.scrollWidth")
+    assert page_width <= admin_page.viewport_size["width"]  # the long name wraps
+    screenshot("memory-earlier-version-people", full_page=True)

@@ -46,7 +46,7 @@ SEPTEMBER = datetime.datetime(2025, 9, 28, 23, 59, tzinfo=datetime.UTC)
 COLUMNS = {
     "lesson": ["title", "team", "category", "status", "confidence", "frequency", "returned_count", "used_count",
                "last_used_at", "embedding_status", "updated_at"],
-    "memory": ["content_preview", "team", "importance", "categories", "people", "version", "returned_count",
+    "memory": ["content_preview", "team", "importance", "categories", "people_names", "version", "returned_count",
                "used_count", "last_used_at", "embedding_status", "occurred_at"],
 }
 
