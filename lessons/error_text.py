@@ -2,6 +2,8 @@
 lines (the error, then DETAIL, HINT, or the socket it tried): an answer takes the first, a log line
 all of them on one line."""
 
+import sys
+
 
 def first_line(error: BaseException) -> str:
     """The first line of the message (the error itself), or the exception's name when it has none."""
@@ -12,3 +14,14 @@ def first_line(error: BaseException) -> str:
 def one_line(error: BaseException) -> str:
     """The whole message on one line, for a log that keeps one entry a line."""
     return " ".join(str(error).split()) or type(error).__name__
+
+
+def unreadable_json(error: BaseException) -> str | None:
+    """Plain words for JSON that Python's reader gives up on without a JSON syntax error: nesting
+    deeper than its recursion limit, or a number past its digit limit (whose message advises
+    `sys.set_int_max_str_digits()`, meant for Python programmers). None for any other error."""
+    if isinstance(error, RecursionError):
+        return "the JSON is nested too deeply to read; no field of this store nests more than a few levels"
+    if isinstance(error, ValueError) and "int_max_str_digits" in str(error):
+        return f"a number in the JSON has more than {sys.get_int_max_str_digits():,} digits"
+    return None

@@ -5,12 +5,11 @@ server uses the same functions, so both speak the same language about bad input.
 """
 
 import json
-import sys
 
 import pydantic
 from django.core.exceptions import ValidationError as DjangoValidationError
 
-from lessons.error_text import first_line
+from lessons.error_text import first_line, unreadable_json
 
 # Names of handler parameters that hold a whole schema: ninja puts them first in an error's
 # location, but they are not part of the field's name.
@@ -86,10 +85,8 @@ def django_validation_errors(error: DjangoValidationError) -> dict:
 def malformed_json(error: Exception) -> dict:
     if isinstance(error, json.JSONDecodeError):
         message = f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-    elif isinstance(error, RecursionError):
-        message = "the JSON is nested too deeply to read; no field of this API nests more than a few levels"
-    elif "int_max_str_digits" in str(error):  # Python's advice to raise its limit is for its own users
-        message = f"a number in the JSON has more than {sys.get_int_max_str_digits():,} digits"
+    elif unreadable_json(error):
+        message = unreadable_json(error)
     else:
         message = f"the body could not be read as JSON: {error}"
     return field_error("body", message)

@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
-from lessons.error_text import first_line
+from lessons.error_text import first_line, unreadable_json
 from lessons.models import Lesson, Memory, Team
 from lessons.services import lessons as lesson_services
 from lessons.services.common import normalise_text
@@ -297,7 +297,7 @@ def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], te
         if not raw_line.strip():
             continue
         try:
-            data = json.loads(raw_line)
+            data = _read_json(raw_line)
             if not isinstance(data, dict):
                 raise LineError(f"expected a JSON object, got {_json_type(data)}")
             external_id = data.get("external_id").strip() if isinstance(data.get("external_id"), str) else ""
@@ -326,6 +326,17 @@ def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], te
             outcome, note = outcome
             report.notes.append((number, note))
         setattr(report, outcome, getattr(report, outcome) + 1)
+
+
+def _read_json(raw_line: str):
+    """The line's JSON; a line nested too deep or holding a 5,000-digit number is a bad line in
+    plain words (it was a RecursionError traceback that stopped the import, or Python's advice)."""
+    try:
+        return json.loads(raw_line)
+    except (RecursionError, ValueError) as error:
+        if message := unreadable_json(error):
+            raise LineError(message) from None
+        raise
 
 
 def _import_one_line(import_one: Callable[..., str], *, team: Team, data: dict):

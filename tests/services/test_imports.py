@@ -60,6 +60,24 @@ def test_bad_lines_are_reported_with_number_and_reason_and_good_lines_land():
     assert sorted(Lesson.objects.values_list("external_id", flat=True)) == ["l-1", "l-6"]
 
 
+def test_json_python_cannot_read_is_a_bad_line_in_plain_words_and_the_import_goes_on():
+    # a line nested 5,000 deep stopped the import with a RecursionError traceback
+    report = import_lessons(
+        lines=jsonl(
+            GOOD_LESSON,
+            '{"title": "Deep", "tags": ' + "[" * 5000 + "]" * 5000 + "}",
+            '{"title": "Huge", "frequency": ' + "9" * 5000 + "}",
+            {"external_id": "l-6", "title": "Fine\u200b too"},
+        ),
+        team_slug="t",
+        create_team=True,
+    )
+    reasons = dict(report.errors)
+    assert reasons[2].startswith("the JSON is nested too deeply to read")
+    assert reasons[3] == "a number in the JSON has more than 4,300 digits"
+    assert report.created == 2 and Lesson.objects.get(external_id="l-6").title == "Fine too"
+
+
 MEMORY_WITH_HISTORY = {
     "external_id": "m-1",
     "content": "Jonas is a carpenter in Leipzig",
