@@ -192,3 +192,11 @@ def test_the_table_shows_a_stored_titles_terminal_controls_as_escapes(team):
     output = run("zebraquux", "--team", team.slug, "--mode", "text")
     assert "\x1b" not in output and "\x07" not in output and "\r" not in output and "\u202e" not in output
     assert r"Zebraquux \x1b[31mred\x1b[0m \x1b]0;pwned\x07 back\rover \u202eevil Zoë"[:60] in output
+
+
+def test_json_output_escapes_what_a_terminal_would_act_on_and_reads_back_the_same(team):
+    title = "Zebraquux \x1b[31mred \x9b2J \u202eevil \u2028next"
+    lesson_create(team=team, title=title)
+    output = run("zebraquux", "--team", team.slug, "--mode", "text", "--json", "--no-record")
+    assert not any(character in output for character in "\x1b\x9b\u202e\u2028")
+    assert json.loads(output)["results"][0]["fields"]["title"] == title

@@ -21,9 +21,12 @@ from lessons.services.usage import search_record
 
 TITLE_WIDTH = 70
 # Characters a terminal acts on instead of showing: C0/C1 controls (colours, a new window title,
-# a carriage return that overwrites the line) and the bidirectional overrides that reorder it.
-# A stored title is anyone's text; the table shows these as escapes (`--json` keeps them, escaped).
-UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# a carriage return that overwrites the line), line and paragraph separators, and the
+# bidirectional overrides that reorder a line. A stored title is anyone's text; the table shows
+# these as Python escapes, `--json` as JSON's \u escapes (the same strings to a JSON reader).
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# json.dumps escapes C0 controls itself, and its own line breaks are the indentation
+UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
@@ -104,7 +107,8 @@ class Command(BaseCommand):
                     result_ids=[hit.id for hit in response.results], source="cli",
                 )
             answer["search_id"] = None if search_id is None else str(search_id)
-            self.stdout.write(json.dumps(answer, indent=2, ensure_ascii=False))
+            text = json.dumps(answer, indent=2, ensure_ascii=False)
+            self.stdout.write(UNPRINTABLE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
             return
         self._table(response=response, explain=options["explain"])
 
