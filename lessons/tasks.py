@@ -2,6 +2,7 @@
 (ImmediateBackend); production queues them in the database for `python manage.py db_worker`."""
 
 import logging
+from datetime import datetime
 
 from django.db import DatabaseError
 from django_tasks import task
@@ -47,22 +48,30 @@ def _keyword_upkeep_after(*, kind: str, item_id: int) -> int:
 
 
 @task()
-def embed_pending(*, kind: str, team_id: int) -> dict:
-    """Embed a team's missing or stale rows of `kind` in batches (queued after an import)."""
+def embed_pending(*, kind: str, team_id: int, since: str | None = None) -> dict:
+    """Embed a team's missing or stale rows of `kind` in batches (queued after an import): those
+    written since `since` (ISO time: the import's own rows) first, then the team's older backlog.
+    An import into a team with 25,000 stale rows used to embed them all, oldest first, before its own."""
     team = Team.objects.filter(pk=team_id).first()
     if team is None:
         return {"embedded": 0, "failed": 0, "reason": "the team no longer exists"}
+    runs = [{"written_since": datetime.fromisoformat(since)}] if since else []
+    reports = []
     try:
-        report = embedding_backfill(kind=kind, team=team)
+        for scope in [*runs, {}]:
+            reports.append(embedding_backfill(kind=kind, team=team, **scope))
+            reports[-1].stop_if_interrupted()
     except EmbeddingUnavailable as error:  # logged; the rows stay pending for the next backfill
         pending = embedding_backfill(kind=kind, team=team, dry_run=True).pending
         return {"embedded": 0, "failed": pending, "reason": str(error)}
-    report.stop_if_interrupted()
-    # failed_ids maps each kind to its ids: count the rows, not the kinds.
+    # failed_ids maps each kind to its ids: count the rows, not the kinds (a row that failed in the
+    # first run is tried again in the second: counted once)
+    failed = {(name, pk) for report in reports for name, ids in report.failed_ids.items() for pk in ids}
+    reasons = dict.fromkeys(reason for report in reports for reason in report.failure_reasons)
     return {
-        "embedded": report.embedded,
-        "failed": report.failed,
-        "reason": "; ".join(report.failure_reasons) or None,
+        "embedded": sum(report.embedded for report in reports),
+        "failed": len(failed),
+        "reason": "; ".join(reasons) or None,
     }
 
 

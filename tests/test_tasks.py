@@ -1,5 +1,9 @@
+import json
+from datetime import timedelta
+
 import pytest
 from django.db import connection, connections
+from django.utils import timezone
 
 from lessons.models import Lesson
 from lessons.selectors.embeddings import with_embedding_status
@@ -110,3 +114,31 @@ def test_the_upkeep_is_a_no_op_while_another_worker_refreshes_the_team(team):
         other.close()
     assert keyword_impacts_upkeep(team=team, kind="lessons") > 0
     assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)
+
+
+def test_an_import_embeds_its_own_rows_before_the_teams_older_backlog(
+    team, monkeypatch, django_capture_on_commit_callbacks
+):
+    # a 300-line import into a team with 25,000 stale rows embedded them for ten minutes, oldest
+    # first, before its own
+    import lessons.tasks
+    from lessons.services.imports import import_lessons
+
+    with embeddings_deferred():
+        backlog = [lesson_create(team=team, title=f"Old lesson {n}") for n in range(3)]
+    Lesson.objects.filter(pk__in=[lesson.pk for lesson in backlog]).update(
+        updated_at=timezone.now() - timedelta(days=30))
+    runs = []
+    real_backfill = lessons.tasks.embedding_backfill
+
+    def recorded(**options):
+        report = real_backfill(**options)
+        runs.append((sorted(options), report.pending, report.embedded))
+        return report
+
+    monkeypatch.setattr(lessons.tasks, "embedding_backfill", recorded)
+    lines = [json.dumps({"title": "Fresh import one"}), json.dumps({"title": "Fresh import two"})]
+    with django_capture_on_commit_callbacks(execute=True):  # the backfill is queued after the commit
+        assert import_lessons(lines=lines, team_slug=team.slug).created == 2
+    assert runs == [(["kind", "team", "written_since"], 2, 2), (["kind", "team"], 3, 3)]
+    assert not Lesson.objects.filter(team=team, embedding__isnull=True).exists()

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 
 import numpy as np
@@ -82,12 +83,14 @@ def embedding_schedule_if_pending(*, item: Lesson | Memory) -> None:
         embedding_schedule(item=item)
 
 
-def embedding_schedule_backfill(*, kind: str, team: Team) -> None:
+def embedding_schedule_backfill(*, kind: str, team: Team, written_since: datetime | None = None) -> None:
     """Queue one batched backfill of the team's pending rows of `kind` once the transaction
-    commits: what a bulk write (an import) schedules instead of one embedding per row."""
+    commits: what a bulk write (an import) schedules instead of one embedding per row. The rows
+    written since `written_since` (the import's own) are embedded before the team's older backlog."""
     if _deferred_depth.get():
         return
-    transaction.on_commit(partial(_enqueue_backfill, kind=kind, team_id=team.pk), robust=True)
+    since = written_since.isoformat() if written_since is not None else None
+    transaction.on_commit(partial(_enqueue_backfill, kind=kind, team_id=team.pk, since=since), robust=True)
 
 
 def _enqueue(*, kind: str, item_id: int) -> None:
@@ -101,11 +104,11 @@ def _enqueue(*, kind: str, item_id: int) -> None:
         )
 
 
-def _enqueue_backfill(*, kind: str, team_id: int) -> None:
+def _enqueue_backfill(*, kind: str, team_id: int, since: str | None = None) -> None:
     from lessons.tasks import embed_pending
 
     try:
-        embed_pending.enqueue(kind=kind, team_id=team_id)
+        embed_pending.enqueue(kind=kind, team_id=team_id, since=since)
     except Exception:  # as above: the rows stay pending for the next backfill
         logger.exception("could not queue the backfill of team %s %s; they stay pending", team_id, kind)
 
@@ -247,13 +250,15 @@ def embedding_backfill(
     kind: str = "all",
     team: Team | None = None,
     ids: list[int] | None = None,
+    written_since: datetime | None = None,
     include_fresh: bool = False,
     batch_size: int = 64,
     dry_run: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> BackfillReport:
     """Embed the missing and stale rows of `kind` ("lessons", "memories" or "all"), optionally of
-    one team or only the rows `ids`; `include_fresh` re-embeds fresh rows too.
+    one team, only the rows `ids`, or only those written (`updated_at`) since `written_since`;
+    `include_fresh` re-embeds fresh rows too.
 
     Batches of `batch_size` rows in primary-key order, each written with one UPDATE and committed
     on its own; up to ENCODE_WINDOW rows are encoded in one call first (a failing call is retried
@@ -274,6 +279,8 @@ def embedding_backfill(
             scope = scope.filter(team=team)
         if ids is not None:
             scope = scope.filter(pk__in=ids)
+        if written_since is not None:
+            scope = scope.filter(updated_at__gte=written_since)
         counts = embedding_status_counts(queryset=scope, model_name=backend.model_name)
         if include_fresh:
             report.pending += sum(counts.values())

@@ -259,11 +259,12 @@ def _import_lines(
 ) -> ImportReport:
     """Import line by line with per-row embedding deferred; one batched backfill of the team's
     pending rows is queued at the end (batches encode far faster than single rows)."""
+    started = datetime.now(timezone.utc)
     with embeddings_deferred():
         report = _import_each(lines=lines, team=team, import_one=import_one)
     if (report.created or report.updated) and report.interrupted_at is None:
         try:  # in development the backfill runs here and now (the immediate task backend)
-            embedding_schedule_backfill(kind=kind, team=team)
+            embedding_schedule_backfill(kind=kind, team=team, written_since=started)
         except KeyboardInterrupt:  # the finished batches are committed; the rest stay pending
             report.embedding_interrupted = True
             return report
