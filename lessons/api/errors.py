@@ -85,8 +85,8 @@ def django_validation_errors(error: DjangoValidationError) -> dict:
 def malformed_json(error: Exception) -> dict:
     if isinstance(error, json.JSONDecodeError):
         message = f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-    elif unreadable_json(error):
-        message = unreadable_json(error)
+    elif plain := unreadable_json(error):
+        message = plain
     else:
         message = f"the body could not be read as JSON: {error}"
     return field_error("body", message)

@@ -22,9 +22,14 @@ class PermissionRefused(Exception):
         self.message = message
 
 
+def is_staff_session(request: HttpRequest) -> bool:
+    """The caller signed in to the admin (an API key's caller has no user)."""
+    return getattr(request.auth, "user_id", None) is not None
+
+
 def require_permission(request: HttpRequest, *, kind: str, actions: tuple[str, ...]) -> None:
     """Raise PermissionRefused when the caller is staff without each `action` on `kind`'s model."""
-    if getattr(request.auth, "user_id", None) is None:
+    if not is_staff_session(request):
         return
     meta = MODELS[kind]._meta
     missing = [

@@ -30,7 +30,7 @@ from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
 from lessons.services.common import normalise_names, normalise_terms, normalise_text
-from lessons.text import INVISIBLE, is_visible
+from lessons.text import is_visible
 
 # Bounds on free text, so a runaway agent cannot store a megabyte in one field.
 MAX_TEXT_CHARS = 20_000
@@ -74,7 +74,7 @@ Terms = Annotated[list[Term], Field(max_length=MAX_TERMS)]
 
 def _something_shows(text: str) -> str:
     """A query or a name of only invisible characters ("\u200b") is as blank as "   " (lessons.text)."""
-    if not is_visible(text.translate(INVISIBLE)):
+    if not is_visible(text):  # zero-width spaces and the like are format characters: not visible
         raise ValueError("only invisible characters: as blank as an empty text")
     return text
 

@@ -116,18 +116,19 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             # "tomorrow", "Anna" not "Vienna", "J.R." ends at its dot); a one-letter name only as a
             # whole stored name ("A" is mostly an article)
             whole_word = r"(?<![[:alnum:]_])" + re.escape(name) + r"(?![[:alnum:]_])"
-            add(
-                "(EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE lower(p.name) = lower(%s)"
-                " OR (length(%s) >= %s AND lower(p.name) LIKE lower(%s))"
-                " OR (length(%s) >= %s AND levenshtein_less_equal(lower(p.name), lower(%s), 1) <= 1)"
-                " OR (length(%s) >= %s AND p.name ~* %s))"
-                " OR (length(%s) >= %s AND (t.content || ' ' || t.details) ~* %s))",
-                name,
-                name, PERSON_PREFIX_MIN_LETTERS, name.replace("%", r"\%").replace("_", r"\_") + "%",
-                name, PERSON_TYPO_MIN_LETTERS, name,
-                name, PERSON_TEXT_MIN_LETTERS, whole_word,
-                name, PERSON_TEXT_MIN_LETTERS, whole_word,
-            )
+            in_people, values = ["lower(p.name) = lower(%s)"], [name]
+            if len(name) >= PERSON_PREFIX_MIN_LETTERS:
+                in_people.append("lower(p.name) LIKE lower(%s)")
+                values.append(name.replace("%", r"\%").replace("_", r"\_") + "%")
+            if len(name) >= PERSON_TYPO_MIN_LETTERS:
+                in_people.append("levenshtein_less_equal(lower(p.name), lower(%s), 1) <= 1")
+                values.append(name)
+            sql = "EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE {})"
+            if len(name) >= PERSON_TEXT_MIN_LETTERS:
+                in_people.append("p.name ~* %s")
+                sql += " OR (t.content || ' ' || t.details) ~* %s"
+                values += [whole_word, whole_word]
+            add("(" + sql.format(" OR ".join(in_people)) + ")", *values)
         if filters.emotions:
             add("t.emotions && %s::varchar[]", [v.lower() for v in filters.emotions], facet="emotions")
         if filters.since:

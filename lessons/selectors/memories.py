@@ -53,9 +53,13 @@ def _current(*, team: Team) -> QuerySet[Memory]:
     )
 
 
+def _listing_limit(limit: int | None) -> int:
+    """A listing answers every row by default, at most MEMORY_LISTING_MAX."""
+    return max(1, min(limit or settings.MEMORY_LISTING_MAX, settings.MEMORY_LISTING_MAX))
+
+
 def _listing(memories: QuerySet[Memory], *, limit: int | None) -> MemoryListing:
-    limit = max(1, min(limit or settings.MEMORY_LISTING_MAX, settings.MEMORY_LISTING_MAX))
-    return MemoryListing(total=memories.count(), results=list(memories[:limit]))
+    return MemoryListing(total=memories.count(), results=list(memories[: _listing_limit(limit)]))
 
 
 # --- listings ----------------------------------------------------------------------------------
@@ -89,9 +93,8 @@ def memories_friends(*, team: Team, limit: int | None = None) -> PeopleListing:
     (trimmed, case-insensitive), whatever the memory's category: a person who only appears in an
     event or a health memory is still someone we know. Grouped in PostgreSQL; ordered by
     importance (the max over their memories), then name; at most `limit` (MEMORY_LISTING_MAX)."""
-    limit = max(1, min(limit or settings.MEMORY_LISTING_MAX, settings.MEMORY_LISTING_MAX))
     with connection.cursor() as cursor:
-        cursor.execute(PEOPLE_SQL, [team.pk, limit])
+        cursor.execute(PEOPLE_SQL, [team.pk, _listing_limit(limit)])
         rows = cursor.fetchall()
     people = [
         # The same memory can name a person twice ("Sam", "sam"): its id is listed once.

@@ -24,9 +24,10 @@ TITLE_WIDTH = 70
 # a carriage return that overwrites the line), line and paragraph separators, and the
 # bidirectional overrides that reorder a line. A stored title is anyone's text; the table shows
 # these as Python escapes, `--json` as JSON's \u escapes (the same strings to a JSON reader).
-UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+BEYOND_C0 = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+UNPRINTABLE = re.compile(f"[\x00-\x1f{BEYOND_C0}]")
 # json.dumps escapes C0 controls itself, and its own line breaks are the indentation
-UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+UNPRINTABLE_IN_JSON = re.compile(f"[{BEYOND_C0}]")
 
 
 def printable(text: str) -> str:
