@@ -71,12 +71,41 @@ def _inline(node: Any, definitions: dict) -> Any:
 def function_parameters(schema: dict, *, definitions: dict | None = None, fixed=()) -> dict:
     """A pydantic / OpenAPI object schema as function-calling parameters, without `fixed` fields."""
     flat = _inline(schema, {**schema.get("$defs", {}), **(definitions or {})})
-    properties = {name: value for name, value in flat.get("properties", {}).items() if name not in fixed}
+    return _without(flat, fixed)
+
+
+def _without(schema: dict, names) -> dict:
+    """An object schema as function-calling parameters without `names`; a dotted name ("filters.tags")
+    leaves out a field of a nested object."""
+    top = {name for name in names if "." not in name}
+    nested: dict[str, list[str]] = {}
+    for name in names:
+        if "." in name:
+            outer, inner = name.split(".", 1)
+            nested.setdefault(outer, []).append(inner)
+    properties = {
+        name: {**_without(value, nested[name]), **{key: value[key] for key in value if key not in _SHAPE}}
+        if name in nested else value
+        for name, value in schema.get("properties", {}).items()
+        if name not in top
+    }
     parameters = {"type": "object", "properties": properties, "additionalProperties": False}
-    required = [name for name in flat.get("required", []) if name not in fixed]
+    required = [name for name in schema.get("required", []) if name not in top]
     if required:
         parameters["required"] = required
     return parameters
+
+
+_SHAPE = ("type", "properties", "additionalProperties", "required")
+
+
+def other_kinds_options(kind: str) -> tuple[str, ...]:
+    """The search options only another kind takes. A tool fixed to one kind does not offer them: a
+    memory search's schema listed tags and tech stacks, which the search then refused by name."""
+    caller_context = ("tech_stack", "project_type") if kind != "lessons" else ()
+    filters = [f"filters.{name}" for other, names in operations.KIND_ONLY_FILTERS.items() if other != kind
+               for name in names]
+    return (*caller_context, *filters)
 
 
 @dataclass(frozen=True)
@@ -88,9 +117,10 @@ class AgentTool:
     output: Any
     operation: Callable[..., Any]
     fixed: dict = field(default_factory=dict)
+    hidden: tuple[str, ...] = ()  # options the endpoint takes that the tool does not offer (dotted: nested)
 
     def parameters(self) -> dict:
-        return function_parameters(self.input.model_json_schema(), fixed=tuple(self.fixed))
+        return function_parameters(self.input.model_json_schema(), fixed=(*self.fixed, *self.hidden))
 
     def as_function(self) -> dict:
         function = {"name": self.name, "description": self.description, "parameters": self.parameters()}
@@ -101,7 +131,7 @@ class AgentTool:
         the endpoint's operation, and return its answer as JSON-ready data."""
         # A misspelt argument ("limt") must not silently run with the default, nor a fixed one
         # ("kind" of search_lessons) be quietly overridden: both are refused by name.
-        takes = [name for name in self.input.model_fields if name not in self.fixed]
+        takes = [name for name in self.input.model_fields if name not in self.fixed and name not in self.hidden]
         unknown = sorted(set(arguments or {}) - set(takes))
         if unknown:
             message = f"not an argument of {self.name}; it takes {', '.join(takes)}"
@@ -128,6 +158,7 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
         output=SearchOut,
         operation=operations.search,
         fixed={"kind": "lessons"},
+        hidden=other_kinds_options("lessons"),
     ),
     AgentTool(
         name="report_usage",
@@ -146,6 +177,7 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
         output=SearchOut,
         operation=operations.search,
         fixed={"kind": "memories"},
+        hidden=other_kinds_options("memories"),
     ),
     AgentTool(
         name="relevant_lessons",

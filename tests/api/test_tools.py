@@ -1,6 +1,9 @@
 import json
 
 import pytest
+from django.core.exceptions import ValidationError as DjangoValidationError
+
+from lessons.search import SearchRequestError
 
 from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME, _inline, function_parameters
 from memory_site.api import api as ninja_api
@@ -29,7 +32,7 @@ def _endpoint_parameters(openapi, tool) -> dict:
     components = openapi["components"]["schemas"]
     if "requestBody" in operation:
         body = operation["requestBody"]["content"]["application/json"]["schema"]
-        return function_parameters(body, definitions=components, fixed=tuple(tool.fixed))
+        return function_parameters(body, definitions=components, fixed=(*tool.fixed, *tool.hidden))
     properties = {
         parameter["name"]: _inline(parameter["schema"], components)
         for parameter in operation.get("parameters", [])
@@ -67,6 +70,28 @@ def test_fixed_values_are_not_parameters():
     assert "emotion" not in TOOLS_BY_NAME["get_panic_attacks"].parameters()["properties"]
     assert TOOLS_BY_NAME["search_by_emotion"].parameters()["required"] == ["emotion"]
     assert TOOLS_BY_NAME["search_lessons"].parameters()["required"] == ["query"]
+
+
+def test_a_search_tool_fixed_to_one_kind_does_not_offer_the_other_kinds_options():
+    memories = TOOLS_BY_NAME["semantic_search"].parameters()["properties"]
+    assert "tech_stack" not in memories and "project_type" not in memories
+    assert {"people", "emotions", "min_importance", "since"} <= set(memories["filters"]["properties"])
+    assert not {"tags", "tech_stacks", "project_types", "phase", "statuses"} & set(memories["filters"]["properties"])
+    assert memories["filters"]["additionalProperties"] is False
+    lessons = TOOLS_BY_NAME["search_lessons"].parameters()["properties"]
+    assert {"tech_stack", "project_type"} <= set(lessons)
+    assert {"tags", "tech_stacks", "phase", "statuses", "categories"} <= set(lessons["filters"]["properties"])
+    assert not {"people", "emotions", "min_importance", "include_versions"} & set(lessons["filters"]["properties"])
+
+
+@pytest.mark.django_db
+def test_an_option_the_tool_does_not_offer_is_refused_by_name(team):
+    with pytest.raises(DjangoValidationError) as refused:
+        TOOLS_BY_NAME["semantic_search"].call(team=team, arguments={"query": "trip", "tech_stack": ["nextjs"]})
+    assert "not an argument of semantic_search" in refused.value.message_dict["tech_stack"][0]
+    with pytest.raises(SearchRequestError) as refused:
+        TOOLS_BY_NAME["search_lessons"].call(team=team, arguments={"query": "x", "filters": {"people": ["Sam"]}})
+    assert refused.value.field == "filters.people"
 
 
 @pytest.mark.django_db
