@@ -500,7 +500,8 @@ class SearchHitOut(Schema):
     collapsed_ids: list[int] = Field(description="Ids of the same-title lessons folded into this hit.")
     explanation: dict | None = Field(
         description="With explain: how the score was made. The parts on 0..1 (semantic, keyword with "
-        "matched_terms, metadata, quality), penalty, weights and weighted_score; similarity, "
+        "matched_terms, metadata, quality and the usage that is part of it), penalty, weights and "
+        "weighted_score; similarity, "
         "feedback_similarity, bm25 and bm25_max where measured; legs and found_by; exact_term. In a hybrid "
         "lesson search on the default weights, labels {value, shared, weight, top}: score = (weighted_score + "
         "weight x value) / (1 + weight), value 1 when the lesson shares a tag (shared) with the top hits.",

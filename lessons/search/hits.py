@@ -54,6 +54,7 @@ def hit_from_candidate(*, request: SearchRequest, kind: SearchKind, candidate: s
             "matched_terms": sorted(parts["matched_terms"]),
             "metadata": None if parts["metadata"] is None else round(parts["metadata"], 4),
             "quality": round(parts["quality"], 4),
+            "usage": round(parts["usage"], 4),  # the part of quality that agents' reported use added
             "penalty": round(parts["penalty"], 4),
             "exact_term": candidate.exact,
             "says_query": candidate.says_query,
@@ -90,7 +91,7 @@ def recency_hits(*, request: SearchRequest, kind: SearchKind, rows: list[dict]) 
     now = timezone.now()
     hits = []
     for row in rows:
-        quality = kind.quality(row, now)
+        quality, usage = kind.quality_and_usage(row, now)
         hits.append(
             SearchHit(
                 id=row["id"],
@@ -100,7 +101,10 @@ def recency_hits(*, request: SearchRequest, kind: SearchKind, rows: list[dict]) 
                 score=round(quality, 4),
                 relevance="low",
                 found_by=[],
-                explanation={"quality": round(quality, 4), "fallback": "recency"} if request.explain else None,
+                explanation=(
+                    {"quality": round(quality, 4), "usage": round(usage, 4), "fallback": "recency"}
+                    if request.explain else None
+                ),
             )
         )
     return hits

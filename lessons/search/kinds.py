@@ -105,6 +105,14 @@ class SearchKind:
     def table(self) -> str:
         return self.model._meta.db_table
 
+    def quality_and_usage(self, row: dict, now: datetime | None) -> tuple[float, float]:
+        """The quality part, and how much of it the usage signal added (explanations show it apart,
+        so a curator can tell a well-rated row from a much-used one)."""
+        quality = self.quality(row, now)
+        if not row.get("used_count"):
+            return quality, 0.0
+        return quality, quality - self.quality({**row, "used_count": 0}, now)
+
     def exact_terms_of(self, row: dict) -> set[str]:
         """The terms a row carries exactly; hyphenated values count whole and in parts."""
         values = [*(v for column in self.exact_arrays for v in row.get(column, [])),

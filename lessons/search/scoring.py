@@ -231,7 +231,7 @@ def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
             keyword_part = 0.5 * keyword + 0.5 * metadata
         else:
             keyword_part = metadata
-        quality = plan.kind.quality(c.row, plan.now)
+        quality, usage = plan.kind.quality_and_usage(c.row, plan.now)
         factor = TECH_MISMATCH_FACTOR if tech_mismatch(row=c.row, tech_stack=plan.tech_stack) else 1.0
         semantic_used = semantic * factor
         # Unrounded: the explanation rounds the parts of the hits it shows.
@@ -241,6 +241,7 @@ def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
             "matched_terms": c.matched_terms,
             "metadata": metadata,
             "quality": quality,
+            "usage": usage,
             "penalty": w.get("semantic", 0.0) * (semantic - semantic_used),
             "_keyword_part": keyword_part,
             "_semantic_used": semantic_used,

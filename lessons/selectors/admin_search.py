@@ -286,9 +286,11 @@ def score_parts(*, explanation: dict) -> list[ScorePart]:
     keyword_contribution = max(0.0, weighted - (semantic_contribution - penalty) - quality_contribution)
     keyword_value = keyword if metadata is None else keyword_contribution / w_keyword if w_keyword else float(metadata)
     label = "keyword" if metadata is None else "keyword + metadata"
+    usage = float(explanation.get("usage") or 0.0)
+    quality_label = f"quality (usage +{usage:.2f})" if usage >= 0.005 else "quality"
     return [
         ScorePart("semantic", "semantic", semantic, w_semantic, semantic_contribution),
         ScorePart("keyword", label, min(1.0, keyword_value), w_keyword, keyword_contribution),
-        ScorePart("quality", "quality", quality, w_quality, quality_contribution),
+        ScorePart("quality", quality_label, quality, w_quality, quality_contribution),
         ScorePart("penalty", "penalty", penalty, None, -penalty),
     ]

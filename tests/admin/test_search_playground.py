@@ -118,3 +118,12 @@ def test_score_parts_with_a_penalty_and_metadata_add_up():
     assert parts["keyword"].value == pytest.approx(0.7) and parts["keyword"].label == "keyword + metadata"
     assert parts["penalty"].contribution == -0.2
     assert sum(part.contribution for part in parts.values()) == pytest.approx(explanation["weighted_score"])
+
+
+def test_the_quality_part_says_how_much_of_it_is_usage():
+    explanation = {"semantic": 0.5, "keyword": 0.0, "metadata": None, "quality": 0.9, "usage": 0.25, "penalty": 0.0,
+                   "weights": {"semantic": 0.6, "keyword": 0.2, "quality": 0.2}, "weighted_score": 0.48}
+    parts = {part.name: part for part in score_parts(explanation=explanation)}
+    assert parts["quality"].label == "quality (usage +0.25)"
+    parts = {part.name: part for part in score_parts(explanation={**explanation, "usage": 0.0})}
+    assert parts["quality"].label == "quality"

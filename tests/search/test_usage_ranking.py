@@ -86,6 +86,14 @@ def test_a_lesson_agents_keep_using_rises_a_few_places_but_not_past_clearly_bett
     for hit in before[:9]:
         if scores[hit.id] - chosen.score > _bound(settings):
             assert order.index(hit.id) < order.index(chosen.id), (hit.fields["title"], scores[hit.id])
+    # The explanation tells the lift apart: usage is what it added to quality, and only the chosen has any.
+    weight = lifted.explanation["weights"]["quality"]
+    assert lifted.explanation["usage"] > 0
+    assert lifted.explanation["quality"] - chosen.explanation["quality"] == pytest.approx(
+        lifted.explanation["usage"], abs=2e-4)
+    lifted_weighted = lifted.explanation["weighted_score"] - chosen.explanation["weighted_score"]
+    assert lifted_weighted == pytest.approx(weight * lifted.explanation["usage"], abs=5e-4)
+    assert all(hit.explanation["usage"] == 0 for hit in after if hit.id != chosen.id)
     # The others' scores did not move: the signal is the chosen lesson's own.
     assert {hit.id: hit.score for hit in after if hit.id != chosen.id} == {
         hit.id: hit.score for hit in before if hit.id != chosen.id and hit.id in order

@@ -69,3 +69,16 @@ def test_quality_hook_adds_weight_times_signal_capped_at_1(settings):
     assert SEARCH_KINDS["lessons"].quality(top, NOW) == 1.0
     settings.SEARCH_USAGE_WEIGHT = 0
     assert SEARCH_KINDS["lessons"].quality({**LESSON, "used_count": 5}, NOW) == base
+
+
+def test_the_usage_a_quality_holds_is_told_apart(settings):
+    settings.SEARCH_USAGE_WEIGHT = 0.5
+    lessons = SEARCH_KINDS["lessons"]
+    base = lessons.quality({"confidence": 0.5, "frequency": 1}, NOW)
+    assert lessons.quality_and_usage({**LESSON, "used_count": 0}, NOW) == (base, 0.0)
+    quality, usage = lessons.quality_and_usage({**LESSON, "used_count": 5}, NOW)
+    assert quality == pytest.approx(base + 0.5 * 5 / 7) and usage == pytest.approx(0.5 * 5 / 7)
+    # Capped at 1: the usage is what it added, not what it would have added.
+    top = {**LESSON, "confidence": 1.0, "frequency": 10, "used_count": 5}
+    top_base = lessons.quality({**top, "used_count": 0}, NOW)
+    assert lessons.quality_and_usage(top, NOW) == (1.0, pytest.approx(1.0 - top_base))

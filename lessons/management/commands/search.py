@@ -138,7 +138,8 @@ class Command(BaseCommand):
                 metadata = "-" if e.get("metadata") is None else f"{e['metadata']:.2f}"
                 self.stdout.write(
                     f"{'':>5}semantic {e.get('semantic', 0):.2f}  keyword {e.get('keyword', 0):.2f} [{terms}]  "
-                    f"metadata {metadata}  quality {e.get('quality', 0):.2f}  penalty {e.get('penalty', 0):.2f}  "
+                    f"metadata {metadata}  quality {e.get('quality', 0):.2f} (usage {e.get('usage', 0):.2f})  "
+                    f"penalty {e.get('penalty', 0):.2f}  "
                     f"found by {', '.join(hit.found_by) or '-'}"
                 )
                 if labels := e.get("labels"):
