@@ -82,7 +82,7 @@ def build_server(*, team: Team) -> Server:
         except DjangoValidationError as error:
             return _error(errors.django_validation_errors(error))
         except ObjectDoesNotExist as error:  # the API's 404: e.g. another team's search_id
-            return _error(errors.error_body(str(error) or "not found"))
+            return _error(errors.missing(error))
         except SearchRequestError as error:
             return _error(errors.field_error(error.field, error.message))
         except DataError as error:  # the API's 422 and 409: the caller's to fix, not an outage

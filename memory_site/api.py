@@ -86,7 +86,7 @@ def invalid_search(request, exc: SearchRequestError):
 
 @api.exception_handler(ObjectDoesNotExist)
 def not_found(request, exc: ObjectDoesNotExist):
-    return _answer(request, errors.error_body(str(exc) or "not found"), 404)
+    return _answer(request, errors.missing(exc), 404)
 
 
 @api.exception_handler(RequestDataTooBig)

@@ -35,6 +35,14 @@ def field_error(field: str, message: str) -> dict:
     return error_body(f"{field}: {message}", [{"field": field, "message": message}])
 
 
+def missing(error: Exception) -> dict:
+    """A 404's body: the message, and the field when the missing thing was named by one (a
+    `search_id`: the service sets `field` on the exception)."""
+    message = str(error) or "not found"
+    field = getattr(error, "field", None)
+    return field_error(field, message) if field else error_body(message)
+
+
 def _field_name(location, *, drop_parameter: bool = False) -> str:
     parts = [str(part) for part in location]
     if drop_parameter and parts and parts[0] in _PARAMETER_NAMES:

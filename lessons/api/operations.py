@@ -49,7 +49,7 @@ def _recorded(*, team: Team, response, kind: str, operation: str, query: str, so
     answer = search_response_as_dict(response)
     search_id = usage_services.search_record(
         team=team, kind=kind, operation=operation, query=query, mode=response.mode,
-        result_ids=[hit.id for hit in response.results], source=source,
+        result_ids=response.returned_ids(), source=source,
     )
     answer["search_id"] = None if search_id is None else str(search_id)
     return answer

@@ -493,16 +493,18 @@ class SearchHitOut(Schema):
         "scales, never relative to the other hits: its cosine to the query and its BM25 against the query's "
         "attainable maximum, weighted as the search weighs meaning and words (without the model: words "
         "alone), high from 0.55, medium from 0.3 (SEARCH_RELEVANCE_THRESHOLDS). Quality and label feedback "
-        "do not count. A hit carrying every query term exactly (a tag, tech stack or title word) is at "
-        "least medium.",
+        "do not count; with a context, meaning is 0.6 x the query's cosine + 0.4 x the context's. A hit "
+        "carrying every query term exactly (a tag, tech stack or title word), or saying a one-word query's "
+        "word, is at least medium.",
     )
     found_by: list[Literal["primary", "contextual"]]
     collapsed_ids: list[int] = Field(description="Ids of the same-title lessons folded into this hit.")
     explanation: dict | None = Field(
         description="With explain: how the score was made. The parts on 0..1 (semantic, keyword with "
         "matched_terms, metadata, quality and the usage that is part of it), penalty, weights and "
-        "weighted_score; similarity, "
-        "feedback_similarity, bm25 and bm25_max where measured; legs and found_by; exact_term. In a hybrid "
+        "weighted_score; similarity, contextual_similarity, "
+        "feedback_similarity, bm25 and bm25_max where measured; legs and found_by; exact_term and says_query "
+        "(the tiers a short query ranks by before the score). In a hybrid "
         "lesson search on the default weights, labels {value, shared, weight, top}: score = (weighted_score + "
         "weight x value) / (1 + weight), value 1 when the lesson shares a tag (shared) with the top hits.",
     )
@@ -622,7 +624,8 @@ class SearchVersionsIn(StrictIn):
 
 # --- feedback ------------------------------------------------------------------------------
 
-ResultId = Annotated[int, Field(ge=1, le=MAX_ID)]
+# Strict: `true` was read as id 1 and "5" as 5; an id is a JSON number.
+ResultId = Annotated[int, Field(ge=1, le=MAX_ID, strict=True)]
 ResultIds = Annotated[list[ResultId], Field(max_length=MAX_LIMIT)]
 
 

@@ -100,7 +100,7 @@ def replay_with_feedback(
             started = time.perf_counter()
             search_id = search_record(
                 team=team, kind=kind, operation="search", query=query.text, mode=response.mode,
-                result_ids=[hit.id for hit in response.results], source="simulation",
+                result_ids=response.returned_ids(), source="simulation",
             )
             report.record_ms.append((time.perf_counter() - started) * 1000)
             report.searches += 1

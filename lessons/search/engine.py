@@ -49,7 +49,8 @@ of 150, for the same nDCG@10). Then:
    query, rows whose text carries the word too (a lookup: an error code, a name; exact.py);
 4. label feedback (above), then ranking again;
 5. relevance: each hit's own cosine and BM25 on their fixed scales, weighted as the search weighs
-   them, against settings.SEARCH_RELEVANCE_THRESHOLDS (scoring.relevance_label).
+   them (with context, the two cosines 0.6 / 0.4 as in S; weights all on quality: the default
+   weights), against settings.SEARCH_RELEVANCE_THRESHOLDS (scoring.relevance_label).
 
 Budget: one encode per query text and four SQL statements (statements.py). The encodes (primary
 and contextual, each on a worker thread, encode.py) run while a probe of the stored document
@@ -134,11 +135,12 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     terms = list(term_forms)
     query_exact_terms = terms if 0 < len(terms) <= EXACT_TIER_MAX_TERMS else []
     exact_terms = query_exact_terms if request.mode != "semantic" else []
+    default_weights = scoring.query_length_weights(
+        dict(settings.SEARCH_WEIGHTS), settings.SEARCH_WEIGHTS_LONG, terms=len(scoring.query_terms(query, STOP_WORDS)),
+        span=settings.SEARCH_QUERY_LENGTH_SPAN[kind.name],
+    )
     if request.weights is None:  # the caller's own weights are taken as they are
-        weights = scoring.query_length_weights(
-            weights, settings.SEARCH_WEIGHTS_LONG, terms=len(scoring.query_terms(query, STOP_WORDS)),
-            span=settings.SEARCH_QUERY_LENGTH_SPAN[kind.name],
-        )
+        weights = default_weights
 
     # Encode and query at once: statement 1 runs while the model encodes on the other core, and in
     # a hybrid search a worker thread runs the semantic legs on its own connection as soon as the
@@ -200,9 +202,11 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     if kind.collapse_same_title:
         candidates, collapsed = scoring.collapse_same_title(candidates)
     caller_metadata = kind.caller_metadata and bool(request.tech_stack or request.project_type)
+    active = dict(semantic=use_semantic, keyword=use_keyword or caller_metadata)
     plan = scoring.ScoringPlan(
         kind=kind,
-        weights=scoring.active_weights(weights, semantic=use_semantic, keyword=use_keyword or caller_metadata),
+        weights=scoring.active_weights(weights, **active),
+        default_weights=scoring.active_weights(default_weights, **active),
         has_semantic=use_semantic,
         has_keyword=use_keyword,
         has_context=contextual is not None,

@@ -66,6 +66,8 @@ def hit_from_candidate(*, request: SearchRequest, kind: SearchKind, candidate: s
         }
         if candidate.sim_primary is not None:
             explanation["similarity"] = round(candidate.sim_primary, 4)
+        if candidate.sim_contextual is not None:
+            explanation["contextual_similarity"] = round(candidate.sim_contextual, 4)
         if candidate.sim_feedback is not None:
             explanation["feedback_similarity"] = round(candidate.sim_feedback, 4)
         if candidate.bm25_max > 0:

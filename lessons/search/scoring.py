@@ -77,6 +77,9 @@ class ScoringPlan:
     tech_stack: tuple[str, ...] = ()
     project_type: str | None = None
     now: datetime | None = None
+    # the tuned weights for this query over the same parts: labels judge meaning and words by them
+    # when the caller's own weights give both nothing
+    default_weights: dict[str, float] = field(default_factory=dict)
 
 
 def active_weights(weights: dict[str, float], *, semantic: bool, keyword: bool) -> dict[str, float]:
@@ -334,19 +337,29 @@ def relevance_label(candidate: Candidate, plan: ScoringPlan, thresholds: dict[st
     other hits: its cosine and its BM25 on their fixed scales (absolute_semantic, absolute_keyword),
     weighted as the search weighs meaning and words. Quality does not count (it says how good a
     lesson is, not whether it answers this query); a lesson of another tech stack keeps its halved
-    meaning. An exact-term hit (a tag, tech stack or title word the query names), and a row that says
-    a one-word query's word, is at least "medium"."""
+    meaning. With a context, meaning mixes the query's cosine and the context's as the score does
+    (0.6 / 0.4): the better of the two at full weight labelled hits `high` that only the caller's
+    code was about. An exact-term hit (a tag, tech stack or title word the query names), and a row
+    that says a one-word query's word, is at least "medium"."""
     calibration = plan.calibration
     factor = TECH_MISMATCH_FACTOR if tech_mismatch(row=candidate.row, tech_stack=plan.tech_stack) else 1.0
+    semantic = absolute_semantic(candidate.sim_primary, calibration)
+    if plan.has_context and candidate.sim_contextual is not None:
+        cw = plan.context_weights
+        contextual = absolute_semantic(candidate.sim_contextual, calibration)
+        semantic = cw["primary"] * semantic + cw["contextual"] * contextual
     parts = {
-        "semantic": factor * max(absolute_semantic(candidate.sim_primary, calibration),
-                                 absolute_semantic(candidate.sim_contextual, calibration)),
+        "semantic": factor * semantic,
         "keyword": absolute_keyword(candidate.bm25_primary, candidate.bm25_max, calibration),
     }
     weights = {name: plan.weights.get(name, 0.0) for name in parts}
+    if sum(weights.values()) <= 0:
+        # The caller's weights give meaning and words nothing (all on quality): the hit is judged as
+        # the default weights judge the parts this search measured, never by its quality.
+        weights = {name: plan.default_weights.get(name, 0.0) for name in parts}
     total = sum(weights.values())
     if total <= 0:
-        return label_of_score(candidate.parts["quality"], thresholds)
+        return "low"
     label = label_of_score(sum(weights[name] * parts[name] for name in parts) / total, thresholds)
     if (candidate.exact or candidate.says_query) and label == "low":
         return "medium"

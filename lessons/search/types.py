@@ -99,3 +99,8 @@ class SearchResponse:
     results: list[SearchHit]
     candidates: dict[str, int] = field(default_factory=dict)  # per leg, and duplicates removed
     context_keywords: list[str] = field(default_factory=list)  # what the contextual query added
+
+    def returned_ids(self) -> list[int]:
+        """Every row the answer returned, a same-title lesson folded into a hit included: an agent
+        that used the folded lesson can report it (it was refused as "not among the results")."""
+        return list(dict.fromkeys(i for hit in self.results for i in (hit.id, *hit.collapsed_ids)))

@@ -51,6 +51,13 @@ def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
         weights.update({name: float(value) for name, value in request.weights.items()})
         if sum(weights.values()) <= 0:
             raise SearchRequestError("weights", "at least one weight must be above 0")
+        usable = _parts_scored(request)
+        if not any(weights[name] > 0 for name in usable):
+            # Renormalised over nothing, the parts used to share equally: the ranking came from
+            # parts the caller had set to 0.
+            raise SearchRequestError(
+                "weights", f"{request.mode} mode scores by {' and '.join(usable)}: give one of them a weight above 0"
+            )
     floor = request.similarity_floor
     if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor <= 1):
         raise SearchRequestError("similarity_floor", f"must be a number from 0 to 1, got {floor!r}")
@@ -79,3 +86,14 @@ def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
     if filters.since and filters.until and filters.since >= filters.until:
         raise SearchRequestError("since", "must be before until")
     return weights, None if floor is None else float(floor)
+
+
+def _parts_scored(request: SearchRequest) -> tuple[str, ...]:
+    """The parts a search in this mode can score by (the model permitting): semantic mode has no
+    words, but scores a lesson caller's tech stack and project type in the keyword slot."""
+    if request.mode == "text":
+        return ("keyword", "quality")
+    if request.mode == "semantic":
+        caller_metadata = request.kind == "lessons" and bool(request.tech_stack or request.project_type)
+        return ("semantic", "keyword", "quality") if caller_metadata else ("semantic", "quality")
+    return PART_NAMES

@@ -107,7 +107,9 @@ def feedback_record(
     `not_helpful` for an id that was not among the search's results or is in both lists."""
     record = SearchRecord.objects.filter(team=team, pk=search_id).only("id", "kind", "result_ids").first()
     if record is None:
-        raise SearchRecord.DoesNotExist(f"search {search_id} does not exist")
+        missing = SearchRecord.DoesNotExist(f"search {search_id} does not exist")
+        missing.field = "search_id"  # the API's 404 names the field at fault
+        raise missing
     used, not_helpful = _unique(used), _unique(not_helpful)
     returned = set(record.result_ids)
     problems = {}

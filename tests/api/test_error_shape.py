@@ -232,3 +232,23 @@ def test_invisible_characters_in_a_query_or_an_external_id_are_not_read(api):
     assert lesson["external_id"] is None
     found = api.post("/search", {"query": "pass\u200bword", "mode": "text"}).json()
     assert [hit["id"] for hit in found["results"]] == [lesson["id"]] and found["fallback"] is None
+
+
+@pytest.mark.parametrize("body", [
+    {"query": "tenant data", "mode": "semantic", "weights": {"semantic": 0, "keyword": 1, "quality": 0}},
+    {"query": "tenant data", "mode": "text", "weights": {"semantic": 1, "keyword": 0, "quality": 0}},
+])
+def test_weights_that_give_the_modes_own_parts_nothing_are_refused(api, body):
+    # They used to be renormalised over nothing: the parts shared equally, and the ranking came
+    # from parts the caller had set to 0.
+    response = api.post("/search", body)
+    assert response.status_code == 422
+    [error] = response.json()["errors"]
+    assert error["field"] == "weights" and error["message"].startswith(f"{body['mode']} mode scores by")
+
+
+def test_semantic_mode_takes_a_keyword_weight_for_the_callers_tech_stack(api):
+    body = {"query": "tenant data", "mode": "semantic", "tech_stack": ["nextjs"],
+            "weights": {"semantic": 0, "keyword": 1, "quality": 0}, "explain": True}
+    response = api.post("/search", body)
+    assert response.status_code == 200, response.content

@@ -108,7 +108,10 @@ def test_another_teams_search_or_an_unknown_id_is_404(api, other_api, lessons):
     response = api.post("/feedback", {"search_id": theirs["search_id"], "used": [their_hit]})
     assert response.status_code == 404
     assert "does not exist" in response.json()["detail"]
-    assert api.post("/feedback", {"search_id": str(uuid.uuid4()), "used": []}).status_code == 404
+    unknown = api.post("/feedback", {"search_id": str(uuid.uuid4()), "used": []})
+    assert unknown.status_code == 404
+    [error] = unknown.json()["errors"]  # named, as every other refusal is
+    assert error["field"] == "search_id" and error["message"].endswith("does not exist")
     assert Lesson.objects.get(pk=their_hit).used_count == 0
 
 
@@ -122,6 +125,8 @@ def test_bad_ids_are_422_naming_the_field(api, lessons):
         ({"search_id": answer["search_id"], "not_helpful": [stranger]}, "not_helpful"),
         ({"search_id": answer["search_id"], "used": [0]}, "used.0"),
         ({"search_id": answer["search_id"], "used": ["seven"]}, "used.0"),
+        ({"search_id": answer["search_id"], "used": [True]}, "used.0"),  # was read as id 1
+        ({"search_id": answer["search_id"], "used": [str(answer["results"][0]["id"])]}, "used.0"),
         ({"search_id": "not-a-uuid", "used": []}, "search_id"),
         ({"used": []}, "search_id"),
         ({"search_id": answer["search_id"], "used": [], "verdict": "good"}, "verdict"),
@@ -149,3 +154,18 @@ def test_the_contract_declares_feedback(anonymous):
     assert "search_id" in search_out
     lesson_out = document["components"]["schemas"]["LessonOut"]["properties"]
     assert {"returned_count", "used_count", "not_helpful_count", "last_used_at"} <= set(lesson_out)
+
+
+def test_a_lesson_folded_into_a_hit_can_be_reported(api, team, lessons, django_capture_on_commit_callbacks):
+    ours, _ = lessons
+    with django_capture_on_commit_callbacks(execute=True):
+        twin = lesson_create(team=team, title="Rotate refresh tokens on every login", category="security",
+                             description="A second team wrote the same lesson down.")
+    answer = _search(api)
+    [hit] = [hit for hit in answer["results"] if twin.pk in hit["collapsed_ids"]]
+    folded = next(i for i in hit["collapsed_ids"] if i != hit["id"])
+    # Both were returned (folded into one hit), so both are counted and the folded one can be reported.
+    assert Lesson.objects.get(pk=folded).returned_count == 1
+    response = api.post("/feedback", {"search_id": answer["search_id"], "used": [folded]})
+    assert response.status_code == 202, response.content
+    assert Lesson.objects.get(pk=folded).used_count == 1

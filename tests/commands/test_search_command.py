@@ -49,6 +49,15 @@ def test_table_shows_ranked_results_with_relevance(team, lessons):
     assert "tags shared with the top 3 (a row among them counts its own): rls" in output
 
 
+def test_explain_says_why_a_row_stands_above_higher_scores(team, lessons):
+    output = run("rls", "--team", team.slug, "--explain").splitlines()
+    first = output.index(next(line for line in output if line.strip().startswith("1 ")))
+    assert "rls-1" in output[first]
+    assert output[first + 1].endswith("ranked first: carries every query term exactly")
+    later = [line for line in output[first + 2:] if "found by" in line]
+    assert later and not any("ranked first" in line for line in later)
+
+
 def test_json_is_the_api_object(team, lessons):
     output = run("tenant data isolation", "--team", team.slug, "--json", "--limit", "2")
     data = json.loads(output)

@@ -180,6 +180,30 @@ def test_an_off_topic_question_gets_no_confident_labels(demo_team):
     assert any(hit.relevance in ("high", "medium") for hit in on_topic.results)
 
 
+WEBHOOK_CODE = "def handle_webhook(event): stripe.Event.construct_from(payload, key)  # retry, idempotency"
+
+
+def test_an_off_topic_question_from_inside_other_code_gets_no_high_label(demo_team):
+    """The caller's code is about webhooks, the question is not: the webhook lessons it brings are
+    hits of the context, weighed 0.4 against the query's 0.6 as in the score, not `high` on the
+    context's cosine alone (they were: the label took the better of the two cosines)."""
+    response = run(demo_team, "how do I tune my guitar", context=WEBHOOK_CODE, limit=10, explain=True)
+    assert response.results
+    assert any("contextual" in hit.found_by for hit in response.results)
+    assert all(hit.relevance != "high" for hit in response.results), [
+        (hit.fields["title"], hit.relevance, hit.explanation["similarity"], hit.explanation["contextual_similarity"])
+        for hit in response.results]
+    assert all("contextual_similarity" in hit.explanation for hit in response.results)
+    # On topic, the same context keeps its confident labels.
+    on_topic = run(demo_team, "webhook retries", context=WEBHOOK_CODE, limit=5)
+    assert on_topic.results[0].relevance == "high"
+
+
+def test_weights_all_on_quality_do_not_make_off_topic_hits_high(demo_team):
+    response = run(demo_team, "how do I tune my guitar", weights={"semantic": 0, "keyword": 0, "quality": 1})
+    assert response.results and all(hit.relevance == "low" for hit in response.results)
+
+
 def test_text_mode_labels_need_the_querys_words(demo_team):
     response = run(demo_team, "how do I tune my guitar", mode="text", limit=10)
     assert response.results and response.fallback is None

@@ -27,12 +27,13 @@ def plan(**overrides):
 
 
 def lesson(id, *, title="T", sim=None, bm25=0.0, bm25_max=10.0, confidence=0.5, frequency=1, tech=(),
-           legs=("semantic",), **row):
+           legs=("semantic",), sim_contextual=None, **row):
     return Candidate(
         id=id,
         row={"title": title, "confidence": confidence, "frequency": frequency, "tech_stacks": list(tech), "tags": [],
              "category": "workflow", "project_types": [], **row},
         sim_primary=sim,
+        sim_contextual=sim_contextual,
         bm25_primary=bm25,
         bm25_max=bm25_max,
         legs=set(legs),
@@ -280,3 +281,26 @@ def test_label_feedback_leaves_kinds_without_feedback_labels_alone():
     ranked = _scored(*memories)
     scoring.label_feedback(ranked, kind=MEMORIES, top=3, weight=0.15)
     assert [c.score for c in ranked] == [0.6, 0.3]
+
+
+def test_with_a_context_the_label_mixes_both_cosines_as_the_score_does():
+    with_context = plan(has_context=True)
+    # The caller's code is about this row (contextual cosine 0.6), the query is not (-0.1): the
+    # better of the two at full weight made it "high"; 0.6 x 0 + 0.4 x 1 of meaning is "medium" at most.
+    about_the_code = lesson(1, sim=-0.1, sim_contextual=0.6)
+    assert labelled(about_the_code, with_context) != "high"
+    semantic_weight = with_context.weights["semantic"] / (with_context.weights["semantic"] +
+                                                           with_context.weights["keyword"])
+    assert scoring.relevance_label(about_the_code, with_context, {"high": 0.4 * semantic_weight - 1e-9,
+                                                                  "medium": 0.1}) == "high"
+    # Both agree: high, as without a context.
+    assert labelled(lesson(2, sim=0.6, sim_contextual=0.6), with_context) == "high"
+
+
+def test_weights_all_on_quality_label_by_the_default_weights_not_by_quality():
+    all_quality = plan(weights={"semantic": 0.0, "keyword": 0.0, "quality": 1.0},
+                       default_weights={"semantic": 0.6, "keyword": 0.2, "quality": 0.2})
+    # An excellent lesson nothing in the query is about: quality 0.98 made every such hit "high".
+    off_topic = lesson(1, sim=0.05, confidence=1.0, frequency=10)
+    assert labelled(off_topic, all_quality) == "low"
+    assert labelled(lesson(2, sim=0.6, bm25=4.5), all_quality) == "high"

@@ -105,7 +105,7 @@ class Command(BaseCommand):
             if not options["no_record"]:
                 search_id = search_record(
                     team=team, kind=request.kind, operation="search", query=request.query, mode=response.mode,
-                    result_ids=[hit.id for hit in response.results], source="cli",
+                    result_ids=response.returned_ids(), source="cli",
                 )
             answer["search_id"] = None if search_id is None else str(search_id)
             text = json.dumps(answer, indent=2, ensure_ascii=False)
@@ -140,10 +140,20 @@ class Command(BaseCommand):
                     f"{'':>5}semantic {e.get('semantic', 0):.2f}  keyword {e.get('keyword', 0):.2f} [{terms}]  "
                     f"metadata {metadata}  quality {e.get('quality', 0):.2f} (usage {e.get('usage', 0):.2f})  "
                     f"penalty {e.get('penalty', 0):.2f}  "
-                    f"found by {', '.join(hit.found_by) or '-'}"
+                    f"found by {', '.join(hit.found_by) or '-'}{_tier_note(e)}"
                 )
                 if labels := e.get("labels"):
                     shared = ", ".join(labels["shared"]) or "none"
                     self.stdout.write(
                         f"{'':>5}tags shared with the top {labels['top']} (a row among them counts its own): {shared}"
                     )
+
+
+def _tier_note(explanation: dict) -> str:
+    """Why a row stands above higher scores: a short query ranks rows carrying its terms exactly, then
+    (one word) rows saying it, before the score (the explanation's exact_term and says_query)."""
+    if explanation.get("exact_term"):
+        return "  ranked first: carries every query term exactly"
+    if explanation.get("says_query"):
+        return "  ranked first: says the query's word"
+    return ""
