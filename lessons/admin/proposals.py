@@ -72,12 +72,17 @@ def _act(model_admin, request):
     if into is not None:
         action = "merge_text" if "merge_into_with_text" in request.POST else "merge"
     try:
-        if action == "accept":
-            lesson_services.lesson_accept(lesson=proposal)
-            messages.success(request, f"Accepted “{proposal.title}”: it is a confirmed lesson now.")
-        elif action == "reject":
-            lesson_services.lesson_reject(lesson=proposal)
-            messages.success(request, f"Rejected “{proposal.title}”.")
+        # Accept and reject go through the locked bulk services: of two curators deciding the same
+        # proposal at once, one decides and the other hears it was handled (both heard "done").
+        if action in ("accept", "reject"):
+            decide = (lesson_services.lesson_accept_proposals if action == "accept"
+                      else lesson_services.lesson_reject_proposals)
+            if not decide(lesson_ids=[proposal.pk]):
+                messages.warning(request, "That proposal has already been handled; the queue below is up to date.")
+            elif action == "accept":
+                messages.success(request, f"Accepted “{proposal.title}”: it is a confirmed lesson now.")
+            else:
+                messages.success(request, f"Rejected “{proposal.title}”.")
         elif action in ("merge", "merge_text"):
             require(model_admin.has_delete_permission(request))
             target = Lesson.objects.filter(pk=into).first()

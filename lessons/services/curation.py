@@ -6,8 +6,9 @@ Merging lessons keeps one lesson and deletes the others, in one transaction:
   curator picks (`text_from`, the kept lesson itself by default);
 - frequency is the sum, confidence the highest, tags / tech stacks / project types the union
   (the kept lesson's terms first, in order);
-- status: the kept lesson's, except that a kept proposal becomes confirmed when a confirmed
-  lesson is merged into it (that knowledge was already confirmed);
+- status: the kept lesson's, except that a kept proposal or rejected lesson becomes confirmed when
+  a confirmed lesson is merged into it (that knowledge was already confirmed; a merge never hides it);
+- usage (returned, used and not-helpful counts, the latest dates): the sum over every lesson;
 - every merged lesson leaves a `LessonMerge` record on the kept one with its fields as they were;
   records the merged lessons carried themselves move to the kept lesson;
 - the kept lesson is re-embedded (after the commit) only when its embedded text changed, through
@@ -16,7 +17,8 @@ A merge never crosses teams: a lesson of another team is a ValidationError and n
 
 Merging memories is simpler, because a memory's text has a history of its own: the kept memory
 keeps its text and its versions; it gains the other's categories, people and emotions, the
-higher importance, and its date if it had none; the other memory (with its versions) is deleted.
+higher importance, its date if it had none, and its usage counts; the other memory (with its
+versions) is deleted.
 """
 
 from django.core.exceptions import ValidationError
@@ -104,8 +106,11 @@ def lesson_merge(*, keep: Lesson, merged: list[Lesson], text_from: Lesson | None
     changes["confidence"] = max(lesson.confidence for lesson in everyone)
     for name in lesson_services.TERM_FIELDS:
         changes[name] = _union(*(getattr(lesson, name) for lesson in everyone))
-    if kept.status == LessonStatus.PROPOSED and any(lesson.status == LessonStatus.CONFIRMED for lesson in others):
+    # A merge never hides confirmed knowledge: a kept proposal or rejected lesson (a stale duplicates
+    # page) becomes confirmed when a confirmed lesson is merged into it.
+    if kept.status != LessonStatus.CONFIRMED and any(lesson.status == LessonStatus.CONFIRMED for lesson in others):
         changes["status"] = LessonStatus.CONFIRMED
+    _add_usage(Lesson, kept=kept, others=others)
 
     LessonMerge.objects.filter(lesson__in=others).update(lesson=kept)
     LessonMerge.objects.bulk_create(
@@ -157,9 +162,24 @@ def memory_merge(*, keep: Memory, merged: Memory) -> Memory:
     }
     if kept.occurred_at is None and other.occurred_at is not None:
         changes["occurred_at"] = other.occurred_at
+    _add_usage(Memory, kept=kept, others=[other])
     _forget_dismissals(kind=DuplicateKind.MEMORY, team_id=kept.team_id, ids=[other.pk])
     memory_services.memory_delete(memory=other)
     return memory_services.memory_update(memory=kept, **changes)
+
+
+def _add_usage(model, *, kept, others: list) -> None:
+    """The kept row takes the merged rows' usage (issue 14): counts summed, the latest dates. Only
+    the kept row's own counts survived, so a much-used duplicate lost its history and a "not
+    helpful" vote on the kept one was all that was left."""
+    everyone = [kept, *others]
+    counts = {name: sum(getattr(row, name) for row in everyone)
+              for name in ("returned_count", "used_count", "not_helpful_count")}
+    dates = {name: max((getattr(row, name) for row in everyone if getattr(row, name)), default=None)
+             for name in ("last_returned_at", "last_used_at")}
+    model.objects.filter(pk=kept.pk).update(**counts, **dates)
+    for name, value in {**counts, **dates}.items():  # the caller's copy answers with them too
+        setattr(kept, name, value)
 
 
 def _forget_dismissals(*, kind: str, team_id: int, ids: list[int]) -> None:

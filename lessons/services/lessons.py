@@ -82,10 +82,16 @@ def lesson_create(
 
 @transaction.atomic
 def lesson_update(*, lesson: Lesson, **changes) -> Lesson:
-    """Apply `changes` (any of EDITABLE_FIELDS); unknown names are a programming error."""
+    """Apply `changes` (any of EDITABLE_FIELDS); unknown names are a programming error.
+
+    Raises Lesson.DoesNotExist when the lesson was deleted or merged away meanwhile: the row is
+    locked first, so an edit or an accept racing a merge waits for it and then says the lesson is
+    gone (the save used to fail with a DatabaseError, a 500), or lands before the merge takes it."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise TypeError(f"lesson_update() got unknown fields: {', '.join(sorted(unknown))}")
+    if not Lesson.objects.select_for_update().filter(pk=lesson.pk).exists():
+        raise Lesson.DoesNotExist(f"lesson {lesson.pk} does not exist (deleted or merged meanwhile)")
     normalised = _normalised(changes)
     changed = [name for name, value in normalised.items() if getattr(lesson, name) != value]
     for name in changed:

@@ -6,6 +6,7 @@ from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from lessons.models import DuplicateDismissal, Lesson, Memory
+from lessons.services import lessons as lesson_services
 from lessons.services.memories import memory_create, memory_update
 from tests.curation_data import DOCKER_PIN, DOCKER_PIN_AGAIN, embed, lesson
 
@@ -84,6 +85,23 @@ def test_a_handled_proposal_is_not_handled_twice(admin_client, team):
     response = admin_client.post(PROPOSALS, {"proposal": proposal.pk, "merge_into": target.pk}, follow=True)
     assert any("already been handled" in text for text in messages_of(response))
     assert Lesson.objects.count() == 2
+
+
+def test_of_two_curators_deciding_one_proposal_at_once_only_one_is_told_it_is_done(admin_client, team, monkeypatch):
+    proposal = lesson(team, DOCKER_PIN, status="proposed")
+    accept = lesson_services.lesson_accept_proposals
+
+    def rejected_by_another_curator_first(*, lesson_ids):
+        # the other curator's reject lands after this page read the proposal, before it accepts
+        lesson_services.lesson_reject_proposals(lesson_ids=lesson_ids)
+        return accept(lesson_ids=lesson_ids)
+
+    monkeypatch.setattr(lesson_services, "lesson_accept_proposals", rejected_by_another_curator_first)
+    response = admin_client.post(PROPOSALS, {"proposal": proposal.pk, "action": "accept"}, follow=True)
+    assert [text for text in messages_of(response) if "already been handled" in text]
+    assert not [text for text in messages_of(response) if text.startswith("Accepted")]
+    proposal.refresh_from_db()
+    assert proposal.status == "rejected"  # the first decision stands
 
 
 def test_merge_into_with_the_proposals_text(admin_client, team):

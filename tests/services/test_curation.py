@@ -1,8 +1,11 @@
 """Merging lessons and memories, "not a duplicate", restoring a memory's version."""
 
+from datetime import timedelta
+
 import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from lessons.embedding import embedding_text, get_embedding_backend
 from lessons.models import DuplicateDismissal, Lesson, LessonMerge, Memory
@@ -244,3 +247,36 @@ def test_a_merge_that_lost_a_race_says_which_side_went(team):
     with pytest.raises(Lesson.DoesNotExist, match=f"lesson {gone.pk} does not exist"):
         lesson_merge(keep=gone, merged=[survivor])
     assert Lesson.objects.filter(pk=survivor.pk).exists()
+
+
+def test_a_rejected_lesson_kept_over_a_confirmed_one_becomes_confirmed(team):
+    """A stale duplicates page merged a confirmed lesson into one rejected meanwhile: both vanished
+    from every agent's search. A merge never hides confirmed knowledge."""
+    rejected = lesson(team, DOCKER_PIN, status="rejected")
+    confirmed = lesson(team, DOCKER_PIN_AGAIN)
+    kept = lesson_merge(keep=rejected, merged=[confirmed])
+    assert Lesson.objects.get(pk=kept.pk).status == "confirmed"
+    # Rejected into rejected stays rejected; a proposal merged into a rejected lesson does not revive it.
+    again = lesson_merge(keep=lesson(team, CHECKOUT_TESTS, status="rejected"),
+                         merged=[lesson(team, FOREIGN_KEYS, status="proposed")])
+    assert Lesson.objects.get(pk=again.pk).status == "rejected"
+
+
+def test_a_merge_keeps_the_usage_of_every_lesson_and_memory(team):
+    now = timezone.now()
+    kept = lesson(team, DOCKER_PIN)
+    used = lesson(team, DOCKER_PIN_AGAIN)
+    Lesson.objects.filter(pk=kept.pk).update(returned_count=3, not_helpful_count=1, last_returned_at=now)
+    Lesson.objects.filter(pk=used.pk).update(returned_count=5, used_count=2, last_used_at=now - timedelta(days=2),
+                                             last_returned_at=now - timedelta(days=1))
+    merged = lesson_merge(keep=Lesson.objects.get(pk=kept.pk), merged=[Lesson.objects.get(pk=used.pk)])
+    stored = Lesson.objects.get(pk=kept.pk)
+    for row in (merged, stored):  # the answer and the database
+        assert (row.returned_count, row.used_count, row.not_helpful_count) == (8, 2, 1)
+        assert (row.last_returned_at, row.last_used_at) == (now, now - timedelta(days=2))
+    first = memory_create(team=team, content="Hiked the ridge with Sam")
+    second = memory_create(team=team, content="Ridge hike with Sam")
+    Memory.objects.filter(pk=second.pk).update(returned_count=4, used_count=3, last_used_at=now)
+    memory_merge(keep=first, merged=Memory.objects.get(pk=second.pk))
+    first.refresh_from_db()
+    assert (first.returned_count, first.used_count, first.last_used_at) == (4, 3, now)

@@ -1,7 +1,11 @@
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from lessons.models import Lesson
+from lessons.services import curation as curation_services
+from lessons.services import lessons as lesson_services
 from lessons.services.lessons import lesson_accept, lesson_create, lesson_propose, lesson_reject, lesson_update
 
 pytestmark = pytest.mark.django_db
@@ -55,3 +59,25 @@ def test_invisible_characters_do_not_hide_a_word(team):
     assert (lesson.title, lesson.description) == ("Rotate the password", "Keep the secret out")
     emoji_family = "Family 👨\u200d👩\u200d👧 photo"  # a zero-width joiner is part of the emoji
     assert lesson_create(team=team, title=emoji_family).title == emoji_family
+
+
+def test_an_edit_or_accept_of_a_lesson_merged_away_meanwhile_says_it_is_gone(team):
+    """The caller read the lesson, then a merge deleted it: the update said "Save with update_fields
+    did not affect any rows" (a DatabaseError, the API's 500); it now names the lesson as gone."""
+    kept = lesson_services.lesson_create(team=team, title="Keep this one")
+    proposal = lesson_services.lesson_propose(team=team, title="Keep this one too")
+    stale = Lesson.objects.get(pk=proposal.pk)
+    curation_services.lesson_merge(keep=kept, merged=[proposal])
+    for change in (lambda: lesson_services.lesson_accept(lesson=stale),
+                   lambda: lesson_services.lesson_update(lesson=stale, confidence=0.9)):
+        with pytest.raises(Lesson.DoesNotExist, match=f"lesson {stale.pk} does not exist"):
+            change()
+    assert not Lesson.objects.filter(pk=stale.pk).exists()
+
+
+def test_an_update_locks_the_row_before_it_writes(team):
+    lesson = lesson_services.lesson_create(team=team, title="Lock me")
+    with CaptureQueriesContext(connection) as queries:
+        lesson_services.lesson_update(lesson=lesson, confidence=0.8)
+    first_read = next(query["sql"] for query in queries if query["sql"].startswith("SELECT"))
+    assert first_read.endswith("FOR UPDATE")
