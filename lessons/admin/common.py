@@ -7,6 +7,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.forms import SimpleArrayField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils import timezone
 
 from lessons.text import clean_text
 
@@ -31,7 +32,10 @@ def selection_too_large(model_admin, request, queryset) -> bool:
 
 
 def changed_values(form) -> dict:
-    return {name: form.cleaned_data[name] for name in form.changed_data if name in form.cleaned_data}
+    """The model fields the curator changed (not the form's own, such as `opened_at`)."""
+    model_fields = {field.name for field in form._meta.model._meta.get_fields()}
+    return {name: form.cleaned_data[name] for name in form.changed_data
+            if name in form.cleaned_data and name in model_fields}
 
 
 class CommaSeparatedField(SimpleArrayField):
@@ -50,10 +54,30 @@ class CommaSeparatedField(SimpleArrayField):
 class ServiceTextForm(forms.ModelForm):
     """Texts as the services will store them (lessons.text.clean_text) before the model checks
     them: a title of only invisible characters passed the form, the service then found it blank,
-    and the curator got a 500. Now it is refused on its field, like a title of spaces."""
+    and the curator got a 500. Now it is refused on its field, like a title of spaces.
+
+    A save over a row that changed since the page was opened is refused (`opened_at`, the row's
+    `updated_at` then): Django compares a posted form with the row as it is at the save, so a form
+    opened before another curator rejected the proposal wrote "proposed" back, without a word."""
+
+    opened_at = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and getattr(self.instance, "updated_at", None):
+            self.fields["opened_at"].initial = self.instance.updated_at.isoformat()
 
     def clean(self):
         cleaned = super().clean()
+        opened = cleaned.get("opened_at")
+        if opened and self.instance.pk and self.instance.updated_at.isoformat() != opened:
+            changed = timezone.localtime(self.instance.updated_at).strftime("%Y-%m-%d %H:%M:%S")
+            raise forms.ValidationError(
+                f"This {self.instance._meta.verbose_name} was changed by someone else at {changed}, after you "
+                "opened this page, and saving would undo that. Open it again to see the change, then "
+                "make your edit.",
+                code="changed_since_opened",
+            )
         for name, field in self.fields.items():
             value = cleaned.get(name)
             # free texts only: an external id is matched against its source as it was given
@@ -74,6 +98,13 @@ class ReadableInputsMixin:
     # lists whose items may hold a comma ("Smith, John"), typed one per line: split at commas, a
     # name with one came back as two people on the next save
     line_separated_fields: tuple[str, ...] = ()
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or not self.has_change_permission(request, obj):
+            return fieldsets  # nothing to save (a read-only page cannot show a form-only field)
+        (title, options), *rest = fieldsets
+        return [(title, {**options, "fields": (*options["fields"], "opened_at")}), *rest]
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         is_list = isinstance(db_field, ArrayField)

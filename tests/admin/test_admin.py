@@ -1,7 +1,10 @@
+import re
+
 import pytest
 from django.urls import reverse
 
 from lessons.models import Lesson, Memory
+from lessons.services.lessons import lesson_propose, lesson_reject
 from lessons.services.memories import memory_create
 from tests.factories import LessonFactory
 
@@ -108,3 +111,29 @@ def test_a_title_of_only_invisible_characters_is_refused_on_its_field_not_a_500(
     assert response.status_code == 200
     assert response.context["adminform"].form.errors["title"] == ["This field is required."]
     assert not Lesson.objects.exists()
+
+
+def test_a_form_opened_before_another_curators_decision_cannot_undo_it(admin_client, team):
+    """Curator A opens a proposal, curator B rejects it, A edits the context and saves: A's form
+    wrote "proposed" back over B's decision. It is refused now, and says why."""
+    proposal = lesson_propose(team=team, title="Pin your base images", category="deployment")
+    url = reverse("admin:lessons_lesson_change", args=[proposal.pk])
+    page = admin_client.get(url).content.decode()
+    [opened_at] = re.findall(r'name="opened_at" value="([^"]+)"', page)
+    lesson_reject(lesson=proposal)  # curator B
+    form = {
+        "team": team.pk, "title": "Pin your base images", "category": "deployment", "status": "proposed",
+        "description": "", "context": "Our CI rebuilt images nightly.", "recommendation": "", "confidence": 0.5,
+        "frequency": 1, "project_types": "", "tech_stacks": "", "tags": "", "external_id": "", "opened_at": opened_at,
+    }
+    response = admin_client.post(url, form)
+    assert response.status_code == 200  # the form again, with the reason
+    assert "was changed by someone else" in response.content.decode()
+    proposal.refresh_from_db()
+    assert (proposal.status, proposal.context) == ("rejected", "")
+    # Opened again, the same edit saves, and keeps B's decision unless A changes it.
+    [opened_at] = re.findall(r'name="opened_at" value="([^"]+)"', admin_client.get(url).content.decode())
+    response = admin_client.post(url, {**form, "status": "rejected", "opened_at": opened_at})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    proposal.refresh_from_db()
+    assert (proposal.status, proposal.context) == ("rejected", "Our CI rebuilt images nightly.")

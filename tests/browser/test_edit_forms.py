@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from lessons.models import Lesson, Memory
+from lessons.services.lessons import lesson_reject
 from lessons.services.memories import memory_create, memory_update
 from tests.factories import LessonFactory, MemoryFactory, TeamFactory
 
@@ -87,3 +88,16 @@ def test_people_read_one_a_line_on_the_list_and_an_earlier_versions_page(admin_p
     page_width = admin_page.evaluate("document.documentElement.scrollWidth")
     assert page_width <= admin_page.viewport_size["width"]  # the long name wraps
     screenshot("memory-earlier-version-people", full_page=True)
+
+
+def test_a_page_opened_before_another_curators_decision_says_so_instead_of_undoing_it(admin_page, screenshot):
+    proposal = LessonFactory(team=TeamFactory(slug="acme"), title=LONG_TITLE, status="proposed")
+    admin_page.goto(f"/admin/lessons/lesson/{proposal.pk}/change/")
+    lesson_reject(lesson=Lesson.objects.get(pk=proposal.pk))  # another curator, meanwhile
+    admin_page.fill("#id_context", "Seen in the billing service.")
+    admin_page.click("input[name=_continue]")
+    error = admin_page.locator(".errornote, ul.errorlist.nonfield").last
+    expect(error).to_contain_text("was changed by someone else")
+    screenshot("lesson-changed-since-opened")
+    stored = Lesson.objects.get(pk=proposal.pk)
+    assert (stored.status, stored.context) == ("rejected", proposal.context)
