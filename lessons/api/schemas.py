@@ -396,6 +396,11 @@ class MemoryFilters(FilterSchema):
     @classmethod
     def _no_blank_person(cls, names: list[str] | None) -> list[str] | None:
         _refuse_blank_items(names)
+        # "-", "," or a zero-width space: no name is left of it, and an empty filter was no filter
+        # (the listing answered every memory of the team)
+        for name in names or []:
+            if not normalise_names([name]):
+                raise ValueError(f"{name!r} is not a name: a name needs a letter or digit")
         return names
 
     def filter_text(self, value: str | None) -> Q:
