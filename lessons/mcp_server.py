@@ -23,6 +23,7 @@ from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME
 from lessons.error_text import one_line
 from lessons.models import Team
 from lessons.search.types import SearchRequestError
+from lessons.services.api_keys import api_key_authenticate
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +49,23 @@ def _error(body: dict) -> types.CallToolResult:
     )
 
 
-def _call(*, team: Team, name: str, arguments: dict | None):
+class KeyNoLongerValid(Exception):
+    """The API key the server was started with was revoked (or deleted) since."""
+
+
+def _call(*, team: Team, name: str, arguments: dict | None, api_key: str | None = None):
     """Runs in a worker thread: the ORM is synchronous. Connections are recycled as after an
-    HTTP request, since this process lives as long as the agent's session."""
+    HTTP request, since this process lives as long as the agent's session.
+
+    A server started with an API key checks it before every call, as the HTTP API checks every
+    request: a key revoked while an agent's session ran went on reading and writing for as long as
+    the session lived, and its `last_used_at` stayed at the start."""
     close_old_connections()
     try:
+        if api_key is not None and api_key_authenticate(raw_key=api_key) is None:
+            raise KeyNoLongerValid(
+                "the API key this server was started with is unknown or revoked; nothing was done"
+            )
         return TOOLS_BY_NAME[name].call(team=team, arguments=arguments)
     finally:
         close_old_connections()
@@ -65,7 +78,9 @@ def call_tool_result(*, result) -> types.CallToolResult:
     )
 
 
-def build_server(*, team: Team) -> Server:
+def build_server(*, team: Team, api_key: str | None = None) -> Server:
+    """`api_key`: the raw key the server was started with, checked before every tool call."""
+
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=mcp_tools())
 
@@ -75,8 +90,10 @@ def build_server(*, team: Team) -> Server:
             return _error(errors.field_error("name", f"no tool {params.name!r}; the tools are {known}"))
         try:
             result = await sync_to_async(_call, thread_sensitive=True)(
-                team=team, name=params.name, arguments=params.arguments
+                team=team, name=params.name, arguments=params.arguments, api_key=api_key
             )
+        except KeyNoLongerValid as error:
+            return _error(errors.field_error("api_key", str(error)))
         except pydantic.ValidationError as error:
             return _error(errors.pydantic_validation_errors(error))
         except DjangoValidationError as error:
@@ -106,7 +123,7 @@ def build_server(*, team: Team) -> Server:
     )
 
 
-async def serve_stdio(*, team: Team) -> None:
-    server = build_server(team=team)
+async def serve_stdio(*, team: Team, api_key: str | None = None) -> None:
+    server = build_server(team=team, api_key=api_key)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from lessons.api.tools import AGENT_TOOLS
 from lessons.mcp_server import build_server
 from lessons.models import Lesson, Memory, SearchRecord
-from lessons.services.api_keys import api_key_create
+from lessons.services.api_keys import api_key_create, api_key_revoke
 from lessons.services.lessons import lesson_create
 from lessons.services.usage import search_record
 
@@ -168,7 +168,7 @@ def _test_database_url() -> str:
 def test_manage_py_mcp_over_stdio_with_an_api_key(team, other_team):
     ours = lesson_create(team=team, title="Index the foreign keys you join on")
     lesson_create(team=other_team, title="Index the foreign keys you join on")
-    _, raw_key = api_key_create(team=team, name="coding assistant")
+    key, raw_key = api_key_create(team=team, name="coding assistant")
     environment = {
         **os.environ,
         "DATABASE_URL": _test_database_url(),
@@ -184,9 +184,15 @@ def test_manage_py_mcp_over_stdio_with_an_api_key(team, other_team):
             tools = await client.list_tools()
             stored = await client.call_tool("store_memory", {"content": "Started the MCP session", "importance": 3})
             found = await client.call_tool("search_lessons", {"query": "slow joins", "mode": "text", "limit": 5})
-            return tools, stored, found
+            # Revoked while the session runs: the next call is refused, as the HTTP API's next request is.
+            await sync_to_async(api_key_revoke)(api_key=key)
+            after = await client.call_tool("store_memory", {"content": "Written with a revoked key"})
+            return tools, stored, found, after
 
-    tools, stored, found = anyio.run(main)
+    tools, stored, found, after = anyio.run(main)
+    assert after.is_error
+    assert [error["field"] for error in _payload(after)["errors"]] == ["api_key"]
+    assert not Memory.objects.filter(content="Written with a revoked key").exists()
     assert "search_lessons" in {tool.name for tool in tools.tools}
     assert not stored.is_error
     assert Memory.objects.get(pk=_payload(stored)["id"]).team == team

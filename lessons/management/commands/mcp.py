@@ -39,4 +39,4 @@ class Command(BaseCommand):
             team_row = key.team
         if settings.EMBEDDING_WARM_UP:  # the agent's first search should not wait for the model
             warm_up_in_background()
-        anyio.run(partial(serve_stdio, team=team_row))
+        anyio.run(partial(serve_stdio, team=team_row, api_key=api_key.strip() if api_key else None))
