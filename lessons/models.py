@@ -230,6 +230,9 @@ class Lesson(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
     status = models.CharField(max_length=20, choices=LessonStatus.choices, default=LessonStatus.CONFIRMED)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # A digest of what an import last wrote, read back from the row (lessons.services.imports): a
+    # re-import leaves a lesson curators changed since (an edit, a merge) as they left it.
+    imported_digest = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     # Title and exact terms weigh most; tags, tech stacks and category are indexed unstemmed
     # ('simple') so that `nextjs` or `rls` match exactly.

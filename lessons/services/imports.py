@@ -3,9 +3,12 @@
 Each line is checked and written in a transaction of its own: a bad line (broken JSON, a missing
 title, a confidence of 7) is reported with its number and reason and leaves nothing behind, while
 the good lines are imported. Importing the same file again changes nothing: rows are matched on
-`external_id` (or, when a line has none, on its exact text).
+`external_id` (or, when a line has none, on its exact text). Curators' work stands: a lesson
+merged into another is not created again, an existing lesson keeps its status, and a lesson that
+curators changed since the import last wrote it (`imported_digest`) is left as they left it.
 """
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable
@@ -17,7 +20,7 @@ from django.db import DataError, IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
 from lessons.error_text import first_line, unreadable_json
-from lessons.models import Lesson, Memory, Team
+from lessons.models import Lesson, LessonMerge, Memory, Team
 from lessons.services import lessons as lesson_services
 from lessons.services.common import normalise_text
 from lessons.services import memories as memory_services
@@ -35,6 +38,7 @@ class ImportReport:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    merged_away: int = 0  # lines of lessons a curator merged into another: not created again
     errors: list[tuple[int, str]] = field(default_factory=list)
     impacts_refreshed: dict[str, int] = field(default_factory=dict)  # kind -> postings rewritten
     team_removed: bool = False  # the team this import created held nothing at the end
@@ -54,8 +58,9 @@ class ImportReport:
             raise KeyboardInterrupt
 
     def summary(self) -> str:
+        merged = f", {self.merged_away} merged away by curators" if self.merged_away else ""
         return (
-            f"{self.created} created, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{self.created} created, {self.updated} updated, {self.unchanged} unchanged{merged}, "
             f"{len(self.errors)} failed"
         )
 
@@ -153,7 +158,7 @@ def _lesson_fields(data: dict) -> dict:
     }
 
 
-def _import_lesson(*, team: Team, data: dict) -> str:
+def _import_lesson(*, team: Team, data: dict):
     fields = _lesson_fields(data)
     existing = _find_existing(
         Lesson.objects.filter(team=team),
@@ -161,11 +166,46 @@ def _import_lesson(*, team: Team, data: dict) -> str:
         text_match={"title": fields["title"].strip(), "description": fields["description"].strip()},
     )
     if existing is None:
-        lesson_services.lesson_create(team=team, **fields)
+        # A curator merged this lesson into another: importing the file again brought it back as a
+        # new lesson beside the one that absorbed it.
+        merge = fields["external_id"] and LessonMerge.objects.filter(
+            team=team, merged_fields__external_id=fields["external_id"]).order_by("-pk").first()
+        if merge:
+            return "merged_away", f"merged into lesson #{merge.lesson_id} by a curator; not created again"
+        _remember_import(lesson_services.lesson_create(team=team, **fields))
         return "created"
-    before = existing.updated_at
-    lesson_services.lesson_update(lesson=existing, **fields)
-    return "unchanged" if existing.updated_at == before else "updated"
+    # Accepting and rejecting are the curators' decisions: a file that still says "proposed" does
+    # not take back an accept (it did, on every re-import), nor revive a rejected lesson.
+    status = fields.pop("status")
+    notes = []
+    if existing.imported_digest and existing.imported_digest != _imported_digest(existing):
+        # Curators changed it since this import's last write (an edit, a merge's summed frequency):
+        # the file's older values went back over theirs.
+        outcome = "unchanged"
+        if lesson_services.lesson_changed_fields(lesson=existing, **fields):
+            notes.append("changed by curators since it was imported; the file's values were not applied")
+    else:
+        before = existing.updated_at
+        lesson_services.lesson_update(lesson=existing, **fields)
+        _remember_import(existing)
+        outcome = "unchanged" if existing.updated_at == before else "updated"
+    if status != existing.status:
+        notes.append(f"status left {existing.status} as the curators set it (the file says {status})")
+    return (outcome, "; ".join(notes)) if notes else outcome
+
+
+IMPORTED_FIELDS = tuple(name for name in lesson_services.EDITABLE_FIELDS if name != "status")
+
+
+def _imported_digest(lesson: Lesson) -> str:
+    values = {name: getattr(lesson, name) for name in IMPORTED_FIELDS}
+    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _remember_import(lesson: Lesson) -> None:
+    """What this import wrote, as the row holds it now (not a change: `updated_at` stays)."""
+    lesson.imported_digest = _imported_digest(lesson)
+    Lesson.objects.filter(pk=lesson.pk).update(imported_digest=lesson.imported_digest)
 
 
 # --- memories --------------------------------------------------------------------------------

@@ -93,7 +93,7 @@ def lesson_update(*, lesson: Lesson, **changes) -> Lesson:
     if not Lesson.objects.select_for_update().filter(pk=lesson.pk).exists():
         raise Lesson.DoesNotExist(f"lesson {lesson.pk} does not exist (deleted or merged meanwhile)")
     normalised = _normalised(changes)
-    changed = [name for name, value in normalised.items() if getattr(lesson, name) != value]
+    changed = lesson_changed_fields(lesson=lesson, **changes)
     for name in changed:
         setattr(lesson, name, normalised[name])
     if not changed:
@@ -103,6 +103,11 @@ def lesson_update(*, lesson: Lesson, **changes) -> Lesson:
     if any(name in EMBEDDED_FIELDS for name in changed):
         embedding_schedule(item=lesson)
     return lesson
+
+
+def lesson_changed_fields(*, lesson: Lesson, **fields) -> list[str]:
+    """The names in `fields` whose values, stored as lesson_update stores them, differ from `lesson`'s."""
+    return [name for name, value in _normalised(fields).items() if getattr(lesson, name) != value]
 
 
 def lesson_delete(*, lesson: Lesson) -> None:

@@ -3,7 +3,9 @@ import json
 import pytest
 
 from lessons.models import Lesson, Memory, Team
+from lessons.services.curation import lesson_merge
 from lessons.services.imports import import_lessons, import_memories
+from lessons.services.lessons import lesson_accept, lesson_reject, lesson_update
 
 pytestmark = pytest.mark.django_db
 
@@ -33,6 +35,52 @@ def test_reimport_changes_nothing_and_changed_line_updates():
     changed = import_lessons(lines=jsonl({**GOOD_LESSON, "confidence": 0.9}), team_slug="t", create_team=True)
     assert changed.updated == 1
     assert Lesson.objects.get(external_id="l-1").confidence == 0.9
+
+
+def test_a_reimport_keeps_the_curators_merges_and_decisions():
+    lines = jsonl(
+        GOOD_LESSON,
+        {"external_id": "l-2", "title": "Turn on row level security", "tags": ["rls"]},
+        {"external_id": "l-3", "title": "Rotate the service key", "status": "proposed"},
+        {"external_id": "l-4", "title": "Log every admin sign-in", "status": "proposed"},
+    )
+    import_lessons(lines=lines, team_slug="t", create_team=True)
+    kept, duplicate = Lesson.objects.get(external_id="l-1"), Lesson.objects.get(external_id="l-2")
+    lesson_merge(keep=kept, merged=[duplicate])
+    lesson_accept(lesson=Lesson.objects.get(external_id="l-3"))
+    lesson_reject(lesson=Lesson.objects.get(external_id="l-4"))
+
+    again = import_lessons(lines=lines, team_slug="t")
+    # The merged lesson is not created again beside the one that absorbed it, and the accept and
+    # the reject stand (the file still says "proposed"); each is said, line by line.
+    assert (again.created, again.merged_away, again.unchanged, again.errors) == (0, 1, 3, [])
+    assert "1 merged away by curators" in again.summary()
+    assert not Lesson.objects.filter(external_id="l-2").exists()
+    assert dict(Lesson.objects.values_list("external_id", "status")) == {
+        "l-1": "confirmed", "l-3": "confirmed", "l-4": "rejected"}
+    notes = dict(again.notes)
+    # The kept lesson's summed frequency and united tags are the curator's: the file's 1 did not go back.
+    assert Lesson.objects.get(pk=kept.pk).frequency == 2
+    assert notes[1] == "changed by curators since it was imported; the file's values were not applied"
+    assert notes[2] == f"merged into lesson #{kept.pk} by a curator; not created again"
+    assert notes[3] == "status left confirmed as the curators set it (the file says proposed)"
+    assert notes[4] == "status left rejected as the curators set it (the file says proposed)"
+
+
+def test_a_reimport_updates_what_only_the_file_changed_and_keeps_a_curators_edit():
+    import_lessons(lines=jsonl(GOOD_LESSON, {"external_id": "l-2", "title": "Pin images"}), team_slug="t",
+                   create_team=True)
+    edited = Lesson.objects.get(external_id="l-2")
+    lesson_update(lesson=edited, title="Pin base images by digest")  # a curator's edit
+    newer = jsonl({**GOOD_LESSON, "confidence": 0.9}, {"external_id": "l-2", "title": "Pin images", "frequency": 3})
+    report = import_lessons(lines=newer, team_slug="t")
+    assert (report.updated, report.unchanged) == (1, 1)
+    assert Lesson.objects.get(external_id="l-1").confidence == 0.9  # only the file changed it: updated
+    assert (Lesson.objects.get(external_id="l-2").title, Lesson.objects.get(external_id="l-2").frequency) == (
+        "Pin base images by digest", 1)
+    assert dict(report.notes) == {2: "changed by curators since it was imported; the file's values were not applied"}
+    # and the same file again: l-1 is as the import left it, so it is simply unchanged
+    assert import_lessons(lines=newer, team_slug="t").unchanged == 2
 
 
 def test_bad_lines_are_reported_with_number_and_reason_and_good_lines_land():
