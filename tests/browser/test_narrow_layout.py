@@ -9,6 +9,8 @@ import pytest
 from playwright.sync_api import expect
 
 from lessons.services.lessons import lesson_create
+from lessons.services.memories import memory_create, memory_update
+from tests.factories import TeamFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -143,3 +145,34 @@ def test_an_unbroken_title_leaves_the_other_columns_in_view(admin_page, live_dem
     assert not out_of_sight, out_of_sight
     (title,) = boxes(admin_page, f"#result_list tbody tr:has(input[value='{lesson.pk}']) th.field-title")
     assert 230 <= title["width"] <= 400, title  # 18em, as a title with spaces gets
+
+
+UNBROKEN_RUN = "x" * 3_000
+LONG_URL = "https://example.com/" + "a1b2c3d4" * 60
+
+
+def test_long_unbroken_words_wrap_in_a_memorys_history_and_the_proposals_queue(admin_page, screenshot):
+    """A 3,000-character run made a memory's page 25,000 px wide (its version diffs did not wrap),
+    and a proposal's URL ran across its neighbours' merge buttons (16,000 px)."""
+    team = TeamFactory(slug="acme")
+    memory = memory_create(team=team, content=f"Pasted a token {UNBROKEN_RUN} by mistake")
+    for n in range(2):
+        memory = memory_update(memory=memory, content=f"Pasted a token {UNBROKEN_RUN[: 2_000 - n]} again ({n})")
+    lesson_create(team=team, title="Pin base images by digest", description="Tags move under you.")
+    lesson_create(team=team, title="Pin base images", description=f"See {LONG_URL} for the digest list.",
+                  status="proposed")
+    admin_page.set_viewport_size(DESKTOP)
+
+    admin_page.goto(f"/admin/lessons/memory/{memory.pk}/change/")
+    expect(admin_page.locator(".history-version").first).to_be_visible()
+    assert page_width(admin_page) <= DESKTOP["width"] + TOLERANCE
+    screenshot("memory-history-unbroken-run")
+
+    admin_page.goto(f"/admin/lessons/lesson/proposals/?team={team.slug}")
+    expect(admin_page.locator(".proposal")).to_have_count(1)
+    assert page_width(admin_page) <= DESKTOP["width"] + TOLERANCE
+    # the description stays in its own column, left of the neighbours and their buttons
+    text, neighbours = (admin_page.locator(selector).bounding_box() for selector in (".proposal-text",
+                                                                                      ".proposal-neighbours"))
+    assert text["x"] + text["width"] <= neighbours["x"] + TOLERANCE
+    screenshot("proposal-with-a-long-url", full_page=True)
