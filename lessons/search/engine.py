@@ -63,6 +63,9 @@ fetches the fields and similarities of the rest, all but the long texts no score
 last statement fetches for the page's hits only (statements.with_display_fields). `text` mode
 (and a search without a model) is statement 1 alone, with every field; an encode failing after
 statement 1 costs a second statement for the fields.
+A row without a vector yet (just written, its embedding queued) is scored on words and quality,
+its weights renormalised without meaning, as a search without the model scores every row; its
+explanation says `embedding: pending` and `candidates.not_embedded` counts such rows.
 Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
 the most recently updated rows, `fallback="recency"`.
 """
@@ -235,6 +238,8 @@ def _search(*, request: SearchRequest) -> SearchResponse:
         "collapsed": collapsed,
         **({"keyword_unproved": keyword_unproved} if keyword_unproved else {}),
     }
+    if use_semantic and (pending := sum(candidate.sim_primary is None for candidate in candidates)):
+        counts["not_embedded"] = pending  # scored without meaning until their vectors are made
     timings["fuse"] = _ms(tick)
 
     if not ranked:

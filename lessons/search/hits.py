@@ -60,12 +60,14 @@ def hit_from_candidate(*, request: SearchRequest, kind: SearchKind, candidate: s
             "says_query": candidate.says_query,
             "legs": sorted(candidate.legs),
             "found_by": sorted(candidate.found_by),
-            "weights": {name: round(value, 4) for name, value in plan.weights.items()},
+            "weights": {name: round(value, 4) for name, value in parts.get("weights", plan.weights).items()},
             "weighted_score": round(candidate.weighted, 4),
             "fusion": request.fusion,
         }
         if candidate.sim_primary is not None:
             explanation["similarity"] = round(candidate.sim_primary, 4)
+        if plan.has_semantic and candidate.sim_primary is None:
+            explanation["embedding"] = "pending"  # no vector yet: scored on words and quality
         if candidate.sim_contextual is not None:
             explanation["contextual_similarity"] = round(candidate.sim_contextual, 4)
         if candidate.sim_feedback is not None:

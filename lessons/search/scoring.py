@@ -93,6 +93,15 @@ def active_weights(weights: dict[str, float], *, semantic: bool, keyword: bool) 
     return {name: value / total for name, value in chosen.items()}
 
 
+def without_semantic(weights: dict[str, float]) -> dict[str, float]:
+    """The weights renormalised over the parts other than meaning (a row without a vector)."""
+    rest = {name: value for name, value in weights.items() if name != "semantic"}
+    total = sum(rest.values())
+    if total <= 0:
+        return {**{name: 0.0 for name in weights}, "quality": 1.0}
+    return {**{name: value / total for name, value in rest.items()}, "semantic": 0.0}
+
+
 def title_key(title: str) -> str:
     return " ".join(title.lower().split())
 
@@ -237,6 +246,13 @@ def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
         quality, usage = plan.kind.quality_and_usage(c.row, plan.now)
         factor = TECH_MISMATCH_FACTOR if tech_mismatch(row=c.row, tech_stack=plan.tech_stack) else 1.0
         semantic_used = semantic * factor
+        row_weights = w
+        if plan.has_semantic and c.sim_primary is None:
+            # No vector yet (written a moment ago, its embedding queued or failed): its meaning is
+            # unknown, not unrelated. Scored on the parts it has, as a search without the model
+            # scores every row; a 0 for meaning put a new lesson that says the query's words
+            # under unrelated ones.
+            row_weights = without_semantic(w)
         # Unrounded: the explanation rounds the parts of the hits it shows.
         c.parts = {
             "semantic": semantic,
@@ -249,8 +265,11 @@ def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
             "_keyword_part": keyword_part,
             "_semantic_used": semantic_used,
         }
+        if row_weights is not w:
+            c.parts["weights"] = row_weights  # the explanation's weights, for this row
         c.weighted = _clip(
-            w.get("semantic", 0.0) * semantic_used + w.get("keyword", 0.0) * keyword_part + w.get("quality", 0.0) * quality
+            row_weights.get("semantic", 0.0) * semantic_used + row_weights.get("keyword", 0.0) * keyword_part
+            + row_weights.get("quality", 0.0) * quality
         )
         c.score = c.weighted
 
@@ -352,7 +371,7 @@ def relevance_label(candidate: Candidate, plan: ScoringPlan, thresholds: dict[st
         "semantic": factor * semantic,
         "keyword": absolute_keyword(candidate.bm25_primary, candidate.bm25_max, calibration),
     }
-    weights = {name: plan.weights.get(name, 0.0) for name in parts}
+    weights = {name: candidate.parts.get("weights", plan.weights).get(name, 0.0) for name in parts}
     if sum(weights.values()) <= 0:
         # The caller's weights give meaning and words nothing (all on quality): the hit is judged as
         # the default weights judge the parts this search measured, never by its quality.

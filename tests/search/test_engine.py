@@ -14,6 +14,8 @@ from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, SearchRequestError, search
 from lessons.search.kinds import LESSONS
 from lessons.search.scoring import canonical
+from lessons.services.embeddings import embedding_refresh
+from lessons.services.lessons import lesson_create
 from tests.factories import LessonFactory
 from tests.search.demo import judged_mean_ndcg
 
@@ -68,6 +70,7 @@ def test_a_one_word_query_is_a_lookup_of_the_rows_that_say_it(demo_team):
         description="An upstream retag of python:3.11-slim broke our wheels; the changelog mentioned frobnitz.",
         recommendation="Use FROM image@sha256 digests.",
     )
+    embedding_refresh(items=[rare])  # embedded: its cosine to the unknown word is flat noise
     response = run(demo_team, "frobnitz", explain=True, limit=5)
     assert ids(response)[0] == rare.external_id
     first = response.results[0]
@@ -498,3 +501,20 @@ def test_the_exact_legs_scan_setting_ends_with_its_statement(team):
     response = search(request=SearchRequest(team=team, query="stripe", mode="text"))
     assert response.candidates["exact"] == 1
     assert _synchronized_seqscans() == "on"
+
+
+def test_a_row_without_a_vector_yet_is_ranked_on_its_words_not_as_unrelated(demo_team):
+    """Written a moment ago, its embedding still queued: its meaning is unknown, not unrelated. It
+    came 5th, under lessons about Lambda cold starts, scored 0 for meaning; now it is scored on the
+    parts it has, and says so."""
+    fresh = lesson_create(team=demo_team, title="Sourdough starter dies when the kitchen is cold",
+                          description="The starter stopped rising in a cold room; bread yeast needs warmth.")
+    assert fresh.embedding is None  # on_commit never ran: the embedding is still queued
+    response = run(demo_team, "bread yeast in a cold room", limit=10, explain=True)
+    first = response.results[0]
+    assert first.id == fresh.pk, [hit.fields["title"] for hit in response.results]
+    assert first.explanation["embedding"] == "pending"
+    assert first.explanation["weights"]["semantic"] == 0.0 and first.explanation["semantic"] == 0.0
+    assert response.candidates["not_embedded"] == 1
+    assert all("embedding" not in hit.explanation for hit in response.results[1:])
+    assert first.relevance in ("medium", "high")  # its words match: judged on them

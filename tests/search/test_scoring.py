@@ -304,3 +304,17 @@ def test_weights_all_on_quality_label_by_the_default_weights_not_by_quality():
     off_topic = lesson(1, sim=0.05, confidence=1.0, frequency=10)
     assert labelled(off_topic, all_quality) == "low"
     assert labelled(lesson(2, sim=0.6, bm25=4.5), all_quality) == "high"
+
+
+def test_a_row_without_a_vector_is_scored_on_the_parts_it_has():
+    p = plan()  # semantic 0.5, keyword 0.3, quality 0.2
+    embedded, pending = lesson(1, sim=0.3, bm25=4.0), lesson(2, sim=None, bm25=4.0, legs=("keyword",))
+    scoring.score_parts([embedded, pending], p)
+    assert pending.parts["weights"] == pytest.approx({"semantic": 0.0, "keyword": 0.6, "quality": 0.4})
+    assert pending.weighted == pytest.approx(0.6 * pending.parts["_keyword_part"] + 0.4 * pending.parts["quality"])
+    assert "weights" not in embedded.parts
+    # text mode measures no meaning: nothing is pending there
+    text = plan(has_semantic=False, weights=scoring.active_weights(p.weights, semantic=False, keyword=True))
+    scoring.score_parts([pending], text)
+    assert "weights" not in pending.parts
+    assert scoring.without_semantic({"semantic": 1.0, "quality": 0.0}) == {"semantic": 0.0, "quality": 1.0}
