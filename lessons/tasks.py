@@ -81,7 +81,8 @@ def reembed_items(*, kind: str, ids: list[int]) -> dict:
     committed batches; the admin reads the progress from the rows (lessons.selectors.embedding_jobs)."""
     try:
         report = embedding_backfill(kind=kind, ids=ids, include_fresh=True)
-    except EmbeddingUnavailable as error:  # logged; the rows keep the vectors they had
+    except EmbeddingUnavailable as error:  # the rows keep the vectors they had
+        logger.warning("re-embedding %s %s of %s skipped: %s", len(ids), kind, ids[:10], error)
         return {"embedded": 0, "failed": len(ids), "changed": 0, "reason": str(error)}
     report.stop_if_interrupted()
     return {

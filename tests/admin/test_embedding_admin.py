@@ -76,6 +76,9 @@ def test_reembed_action_with_the_model_off_reports_the_failure(admin_client, thr
     assert "embedded 0, failed 2" in html and "turned off" in html and 'class="errornote"' in html
     assert 'http-equiv="refresh"' not in html  # the task has ended: no endless reloading
     assert statuses(Lesson)[missing.pk] == "missing"
+    # what to do next, true for fresh rows too ("they stay pending for the next backfill" was not:
+    # a backfill leaves a fresh row alone)
+    assert "They keep the vectors they had" in html and "again once the model is available" in html
 
 
 def test_memory_list_status_filter_and_action_on_versions(admin_client, team):

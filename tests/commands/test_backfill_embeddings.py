@@ -2,8 +2,10 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connections
 from django.test import override_settings
 
+from lessons.management.commands.backfill_embeddings import BACKFILL_LOCK
 from lessons.models import Lesson
 from lessons.selectors.embeddings import embedding_coverage
 from lessons.services.embeddings import embeddings_deferred
@@ -99,3 +101,35 @@ def test_ctrl_c_keeps_the_finished_batches_and_ends_with_a_one_line_summary(pend
         )
         out, _ = run("--dry-run")
     assert "dry run: 1 to embed, 4 already fresh" in out
+
+
+def test_ctrl_c_during_a_re_embed_of_every_row_says_what_a_re_run_does(pending):
+    run(verbosity=0)  # every row fresh
+    backend = {"BACKEND": "tests.embedding_backends.InterruptedOnMemoriesBackend", "BATCH_SIZE": 64}
+    with override_settings(EMBEDDING_BACKEND=backend):
+        with pytest.raises(CommandError) as raised:
+            run("--all", "--batch-size", "2", verbosity=0)
+    assert raised.value.returncode == 130
+    # "1 still pending; run again to continue" was untrue: a plain run finds the row fresh
+    assert str(raised.value) == (
+        "interrupted: 4 of 5 row(s) re-embedded and committed, 0 failed, 1 not re-embedded (they keep the "
+        "vectors they had); run the command with --all again to re-embed every row, from the start."
+    )
+
+
+def test_a_second_backfill_while_one_writes_is_refused(pending, transactional_db):
+    """Two at once both embedded every row and both reported it; the second now stops before it writes."""
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [BACKFILL_LOCK])  # the first backfill
+        with pytest.raises(CommandError, match="another backfill_embeddings is writing to this database"):
+            run(verbosity=0)
+        out, _ = run("--dry-run")  # counting is not writing
+        assert "dry run: 5 to embed" in out
+    finally:
+        with other.cursor() as cursor:  # the first one ends (closing alone frees it a moment later)
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [BACKFILL_LOCK])
+        other.close()
+    run(verbosity=0)
+    assert run("--dry-run")[0].startswith("dry run: 0 to embed")
