@@ -77,7 +77,7 @@ class LessonAdmin(
         selected = list(queryset.select_related("team").order_by("title"))
         proposals = [lesson for lesson in selected if lesson.status == LessonStatus.PROPOSED]
         if not proposals:
-            self.message_user(request, "None of the selected lessons is a proposal: nothing to accept.", messages.WARNING)
+            self.message_user(request, _no_proposal_left(request, selected), messages.WARNING)
             return None
         if request.POST.get("confirm") == "yes":
             accepted = lesson_services.lesson_accept_proposals(lesson_ids=[lesson.pk for lesson in proposals])
@@ -126,3 +126,16 @@ class LessonAdmin(
             path("duplicates/", view(lambda request: lesson_duplicates_view(self, request)), name="lessons_lesson_duplicates"),
             *super().get_urls(),
         ]
+
+
+def _no_proposal_left(request, selected: list) -> str:
+    """Why there is nothing to accept. On the confirmation page's "Yes", the selection was all
+    proposals when the page was made: "none is a proposal" sounded as if the curator had picked
+    the wrong rows, when they had been decided or merged meanwhile."""
+    if request.POST.get("confirm") != "yes":
+        return "None of the selected lessons is a proposal: nothing to accept."
+    asked = len(set(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)))
+    gone = asked - len(selected)
+    parts = [f"{len(selected)} {'was' if len(selected) == 1 else 'were'} accepted or rejected"] if selected else []
+    parts += [f"{gone} no longer {'exists' if gone == 1 else 'exist'} (merged or deleted)"] if gone > 0 else []
+    return f"Nothing to accept: since this page was opened, {' and '.join(parts) or 'they changed'}."

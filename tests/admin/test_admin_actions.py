@@ -66,8 +66,27 @@ def test_accept_of_no_proposal_says_so_and_changes_nothing(admin_client, mixed):
     response = admin_client.post(
         LESSONS, {"action": "accept_selected", "_selected_action": [mixed["rejected"].pk], "confirm": "yes"}, follow=True
     )
-    assert [str(m) for m in get_messages(response.wsgi_request)] == ["None of the selected lessons is a proposal: nothing to accept."]
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "Nothing to accept: since this page was opened, 1 was accepted or rejected."]
     assert _statuses()["Rejected: disable CSRF"] == "rejected"
+    # chosen from the list (no confirmation yet): the selection itself holds no proposal
+    response = admin_client.post(LESSONS, {"action": "accept_selected", "_selected_action": [mixed["rejected"].pk]},
+                                 follow=True)
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "None of the selected lessons is a proposal: nothing to accept."]
+
+
+def test_a_confirmation_whose_proposals_went_meanwhile_says_what_happened(admin_client, mixed):
+    decided, merged = mixed["proposed"], mixed["proposed_2"]
+    Lesson.objects.filter(pk=decided.pk).update(status="rejected")
+    Lesson.objects.filter(pk=merged.pk).delete()
+    response = admin_client.post(
+        LESSONS, {"action": "accept_selected", "_selected_action": [decided.pk, merged.pk], "confirm": "yes"},
+        follow=True,
+    )
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "Nothing to accept: since this page was opened, 1 was accepted or rejected and 1 no longer exists "
+        "(merged or deleted)."]
 
 
 @pytest.mark.parametrize("service, decided_meanwhile", [

@@ -212,3 +212,14 @@ def test_a_merge_refused_under_the_locks_names_the_apis_field(api, team, monkeyp
     monkeypatch.setattr(curation_services, "memory_merge", lost_race)
     response = api.post(f"/memories/{first.pk}/merge", {"merge_id": second.pk})
     assert [error["field"] for error in response.json()["errors"]] == ["merge_id"]
+
+
+def test_merging_an_earlier_version_says_what_it_is(api, team):
+    kept = memory_create(team=team, content="Ran the canal path with Ana")
+    edited = memory_create(team=team, content="Ana hates running in the rain")
+    edited = memory_update(memory=edited, content="Ana hates running in the cold rain")
+    earlier = Memory.objects.get(current_version=edited)
+    response = api.post(f"/memories/{kept.pk}/merge", {"merge_id": earlier.pk})
+    assert response.status_code == 422  # it exists: "does not exist" was untrue
+    assert response.json()["errors"] == [{"field": "merge_id", "message": (
+        f"memory {earlier.pk} is an earlier version of memory {edited.pk}; merge current memories")}]
