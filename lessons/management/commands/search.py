@@ -8,30 +8,18 @@ the results it used to `POST /feedback`. `--no-record` leaves no trace; a table 
 """
 
 import json
-import re
 
 from django.core.management.base import BaseCommand, CommandError
 
 from lessons.embedding import warm_up_in_background
 from lessons.management.commands._team_option import team_from_option
+from lessons.management.commands._terminal import UNPRINTABLE_IN_JSON, printable
 from lessons.models import SHORT_TERM_LENGTH, short_term_validator
 from lessons.search import KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest, SearchRequestError, search
 from lessons.search.serialise import search_response_as_dict
 from lessons.services.usage import search_record
 
 TITLE_WIDTH = 70
-# Characters a terminal acts on instead of showing: C0/C1 controls (colours, a new window title,
-# a carriage return that overwrites the line), line and paragraph separators, and the
-# bidirectional overrides that reorder a line. A stored title is anyone's text; the table shows
-# these as Python escapes, `--json` as JSON's \u escapes (the same strings to a JSON reader).
-BEYOND_C0 = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-UNPRINTABLE = re.compile(f"[\x00-\x1f{BEYOND_C0}]")
-# json.dumps escapes C0 controls itself, and its own line breaks are the indentation
-UNPRINTABLE_IN_JSON = re.compile(f"[{BEYOND_C0}]")
-
-
-def printable(text: str) -> str:
-    return UNPRINTABLE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _term(option: str, value: str) -> str:
