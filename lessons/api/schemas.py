@@ -506,7 +506,8 @@ class SearchHitOut(Schema):
     collapsed_ids: list[int] = Field(description="Ids of the same-title lessons folded into this hit.")
     explanation: dict | None = Field(
         description="With explain: how the score was made. The parts on 0..1 (semantic, keyword with "
-        "matched_terms, metadata, quality and the usage that is part of it), penalty, weights and "
+        "matched_terms: the query's words as the index stores them, stemmed ('flaki' for flaky), metadata, "
+        "quality and the usage that is part of it), penalty, weights and "
         "weighted_score; similarity, contextual_similarity, "
         "feedback_similarity, bm25 and bm25_max where measured; legs and found_by; exact_term and says_query "
         "(the tiers a short query ranks by before the score). In a hybrid "

@@ -192,6 +192,15 @@ def test_a_not_a_duplicate_mark_can_be_taken_back(admin_client, team):
     mark = duplicate_dismiss(team=team, kind="lesson", first_id=pin.pk, second_id=pin_again.pk)
     assert admin_client.get(DUPLICATES).context["pairs"] == []
     listing = admin_client.get(reverse("admin:lessons_duplicatedismissal_changelist"))
-    assert listing.status_code == 200 and str(pin_again.pk) in listing.content.decode()
+    html = listing.content.decode()
+    assert listing.status_code == 200
+    # the pair by its titles, each linked to its lesson: two bare ids did not say which pair it was
+    for row in (pin, pin_again):
+        change = reverse("admin:lessons_lesson_change", args=[row.pk])
+        assert f'<a href="{change}">#{row.pk} {row.title}</a>' in html
+    memory_mark = duplicate_dismiss(team=team, kind="memory", first_id=memory_create(team=team, content="Hiked").pk,
+                                    second_id=memory_create(team=team, content="Went hiking").pk)
+    html = admin_client.get(reverse("admin:lessons_duplicatedismissal_changelist")).content.decode()
+    assert f"#{memory_mark.low_id} Hiked</a>" in html and f"#{memory_mark.high_id} Went hiking</a>" in html
     admin_client.post(reverse("admin:lessons_duplicatedismissal_delete", args=[mark.pk]), {"post": "yes"})
     assert len(admin_client.get(DUPLICATES).context["pairs"]) == 1

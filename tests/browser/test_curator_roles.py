@@ -61,6 +61,9 @@ def test_a_curator_who_may_not_delete_dismisses_a_pair_and_takes_the_mark_back(
     rows = page.locator("#result_list tbody tr")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text(str(pin_again.pk))
+    expect(rows.first.get_by_role("link", name=f"#{pin_again.pk} {pin_again.title}")).to_be_visible()
+    screenshot("curator-marks-390", page=page, full_page=True)
+    assert page_width(page) <= PHONE["width"] + TOLERANCE
     rows.first.locator("input.action-select").check()
     page.select_option("select[name=action]", "delete_selected")
     page.get_by_role("button", name="Go").click()
