@@ -3,11 +3,13 @@ filter on it, and the "Re-embed selected" action: it queues a task (lessons.serv
 and shows a page with the job's progress, read from the rows."""
 
 import uuid
+from datetime import timedelta
 
 from django.contrib import admin, messages
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils import timezone
 from django_tasks import TaskResultStatus
 
 from lessons.models import EmbeddingStatus
@@ -15,6 +17,8 @@ from lessons.selectors.embedding_jobs import embedding_job_progress
 from lessons.selectors.embeddings import EMBEDDED_KINDS, with_embedding_status
 from lessons.services.embedding_jobs import EmbeddingJob, embedding_job_enqueue
 from lessons.services.embeddings import embedding_kind
+
+STALLED_AFTER = timedelta(minutes=5)  # a running job without a row embedded for this long: the worker is gone
 
 
 class EmbeddingStatusFilter(admin.SimpleListFilter):
@@ -74,12 +78,21 @@ def embedding_job_view(request, token: str):
     if data is None:
         raise Http404("no such re-embedding job in this session")
     job = EmbeddingJob.from_dict(data)
-    _refresh_status(job)
+    started_at = _refresh_status(job)
     progress = embedding_job_progress(job=job)
     model = EMBEDDED_KINDS[job.kind]
     failed = job.status == TaskResultStatus.FAILED or bool(job.outcome.get("failed"))
     if job.status == TaskResultStatus.SUCCESSFUL and not progress.finished:
         failed = True
+    # A worker killed mid-task leaves it RUNNING, and this page said "running" for ever. A batch
+    # takes seconds: minutes without a row embedded say the worker is gone.
+    now = timezone.now()
+    quiet = now - max(moment for moment in (progress.last_done_at, started_at, job.queued_at) if moment)
+    stalled_minutes = running_minutes = None
+    if job.status == TaskResultStatus.RUNNING and not progress.finished and quiet >= STALLED_AFTER:
+        stalled_minutes = int(quiet.total_seconds() // 60)
+        # what requeue_stalled_tasks measures: the time since a worker took the task
+        running_minutes = int((now - (started_at or job.queued_at)).total_seconds() // 60)
     context = {
         **admin.site.each_context(request),
         "title": f"Re-embedding {progress.total} "
@@ -88,6 +101,8 @@ def embedding_job_view(request, token: str):
         "job": job,
         "progress": progress,
         "failed": failed,
+        "stalled_minutes": stalled_minutes,
+        "running_minutes": running_minutes,
         # Reload while the queue still has the task; a task that ended with rows left has failed them.
         "refresh": not progress.finished and job.status in (TaskResultStatus.READY, TaskResultStatus.RUNNING),
         "opts": model._meta,
@@ -96,18 +111,20 @@ def embedding_job_view(request, token: str):
     return TemplateResponse(request, "admin/lessons/embedding_job.html", context)
 
 
-def _refresh_status(job: EmbeddingJob) -> None:
-    """Ask the queue again when it can tell (the database backend can; the immediate one already did)."""
+def _refresh_status(job: EmbeddingJob):
+    """Ask the queue again when it can tell (the database backend can; the immediate one already did).
+    Returns when a worker started the task, when the queue says."""
     if not job.task_id or job.status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED):
-        return
+        return None
     from lessons.tasks import reembed_items
 
     if not reembed_items.get_backend().supports_get_result:
-        return
+        return None
     try:
         result = reembed_items.get_result(job.task_id)
     except Exception:  # gone from the queue's table: the rows still tell the progress
-        return
+        return None
     job.status = result.status
     if result.status == TaskResultStatus.SUCCESSFUL:
         job.outcome = dict(result.return_value or {})
+    return result.started_at

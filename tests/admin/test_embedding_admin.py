@@ -1,9 +1,15 @@
+from datetime import timedelta
+
 import pytest
 from django.test import override_settings
 from django.urls import reverse
+from django.utils import timezone
+from django_tasks import TaskResultStatus
 
+from lessons.admin.embeddings import SESSION_KEY
 from lessons.models import Lesson, Memory
 from lessons.selectors.embeddings import with_embedding_status
+from lessons.services.embedding_jobs import EmbeddingJob
 from lessons.services.embeddings import embedding_backfill, embeddings_deferred
 from lessons.services.lessons import lesson_create
 from lessons.services.memories import memory_create, memory_update
@@ -148,3 +154,26 @@ def test_reembed_progress_counts_rows_embedded_since_the_job_was_queued(team):
 
 def test_a_job_page_of_another_session_is_404(admin_client):
     assert admin_client.get(reverse("admin:lessons_embedding_job", args=["not-a-job"])).status_code == 404
+
+
+def _job_page(admin_client, job) -> str:
+    session = admin_client.session
+    session[SESSION_KEY] = {"job": job.as_dict()}
+    session.save()
+    return admin_client.get(reverse("admin:lessons_embedding_job", args=["job"])).content.decode()
+
+
+def test_a_running_job_without_progress_for_minutes_says_its_worker_has_probably_stopped(admin_client, three_lessons):
+    """A worker killed mid-task leaves it RUNNING: the page said "running" for ever, reloading."""
+    ids = [lesson.pk for lesson in three_lessons]
+    Lesson.objects.filter(pk__in=ids, embedded_at__isnull=False).update(embedded_at=timezone.now() - timedelta(hours=1))
+    stalled = EmbeddingJob(kind="lessons", ids=ids, queued_at=timezone.now() - timedelta(minutes=12),
+                           status=TaskResultStatus.RUNNING)
+    html = _job_page(admin_client, stalled)
+    assert "No row has been re-embedded for 12 minutes" in html
+    assert "requeue_stalled_tasks --older-than 12" in html
+    # just queued, or a row embedded a moment ago: running, not stalled
+    assert "No row has been re-embedded" not in _job_page(
+        admin_client, EmbeddingJob(kind="lessons", ids=ids, queued_at=timezone.now(), status=TaskResultStatus.RUNNING))
+    embedding_backfill(kind="lessons", ids=ids[:1], include_fresh=True)
+    assert "No row has been re-embedded" not in _job_page(admin_client, stalled)
