@@ -94,11 +94,13 @@ def active_weights(weights: dict[str, float], *, semantic: bool, keyword: bool) 
 
 
 def without_semantic(weights: dict[str, float]) -> dict[str, float]:
-    """The weights renormalised over the parts other than meaning (a row without a vector)."""
+    """The weights renormalised over the parts other than meaning (a row without a vector). When
+    they give words nothing, the row has none of the evidence asked for: every weight 0 (score 0),
+    not quality alone (weights all on meaning ranked an unembedded lesson first on its quality)."""
     rest = {name: value for name, value in weights.items() if name != "semantic"}
     total = sum(rest.values())
-    if total <= 0:
-        return {**{name: 0.0 for name in weights}, "quality": 1.0}
+    if weights.get("keyword", 0.0) <= 0 or total <= 0:
+        return {name: 0.0 for name in weights}
     return {**{name: value / total for name, value in rest.items()}, "semantic": 0.0}
 
 

@@ -204,8 +204,9 @@ def playground_compare(*, request: SearchRequest, settings: list[PlaygroundSetti
 
 
 def _weights_of(response: SearchResponse) -> dict[str, float]:
+    """The search's weights, from a hit scored with them (a row without a vector yet has its own)."""
     for hit in response.results:
-        if hit.explanation and "weights" in hit.explanation:
+        if hit.explanation and "weights" in hit.explanation and "embedding" not in hit.explanation:
             return hit.explanation["weights"]
     return {}
 
@@ -288,8 +289,9 @@ def score_parts(*, explanation: dict) -> list[ScorePart]:
     label = "keyword" if metadata is None else "keyword + metadata"
     usage = float(explanation.get("usage") or 0.0)
     quality_label = f"quality (usage +{usage:.2f})" if usage >= 0.005 else "quality"
+    semantic_label = "semantic (no vector yet)" if explanation.get("embedding") == "pending" else "semantic"
     return [
-        ScorePart("semantic", "semantic", semantic, w_semantic, semantic_contribution),
+        ScorePart("semantic", semantic_label, semantic, w_semantic, semantic_contribution),
         ScorePart("keyword", label, min(1.0, keyword_value), w_keyword, keyword_contribution),
         ScorePart("quality", quality_label, quality, w_quality, quality_contribution),
         ScorePart("penalty", "penalty", penalty, None, -penalty),

@@ -1,6 +1,6 @@
 """Reading API keys: who holds which, for operators (the keys themselves are never stored)."""
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from lessons.models import ApiKey, Team
 
@@ -13,4 +13,4 @@ def api_key_list(*, team: Team | None = None, prefix: str | None = None) -> Quer
         keys = keys.filter(team=team)
     if prefix is not None:
         keys = keys.filter(prefix=prefix)
-    return keys.order_by("revoked_at", "team__slug", "name", "-created_at")
+    return keys.order_by(F("revoked_at").asc(nulls_first=True), "team__slug", "name", "-created_at")

@@ -235,7 +235,9 @@ def memory_restore_version(*, memory: Memory, version: Memory) -> Memory:
     if version.current_version_id != memory.pk:
         raise ValidationError({"version": f"Memory {version.pk} is not an earlier version of memory {memory.pk}."})
     # memory_update takes the other fields from the object it is given: give it the stored row.
-    stored = Memory.objects.select_for_update().get(pk=memory.pk)
+    stored = Memory.objects.select_for_update().filter(pk=memory.pk).first()
+    if stored is None:
+        raise Memory.DoesNotExist(f"memory {memory.pk} does not exist (deleted or merged meanwhile)")
     restored = memory_services.memory_update(memory=stored, content=version.content, details=version.details)
     memory.__dict__.update({name: getattr(restored, name) for name in (*memory_services.EDITABLE_FIELDS, "version", "updated_at")})
     return restored

@@ -168,8 +168,13 @@ def _import_lesson(*, team: Team, data: dict):
     if existing is None:
         # A curator merged this lesson into another: importing the file again brought it back as a
         # new lesson beside the one that absorbed it.
-        merge = fields["external_id"] and LessonMerge.objects.filter(
-            team=team, merged_fields__external_id=fields["external_id"]).order_by("-pk").first()
+        merges = LessonMerge.objects.filter(team=team)
+        if fields["external_id"]:
+            merges = merges.filter(merged_fields__external_id=fields["external_id"])
+        else:  # a line without an id is matched on its text, as the rows are
+            merges = merges.filter(merged_fields__external_id=None, merged_fields__title=fields["title"].strip(),
+                                   merged_fields__description=fields["description"].strip())
+        merge = merges.order_by("-pk").first()
         if merge:
             return "merged_away", f"merged into lesson #{merge.lesson_id} by a curator; not created again"
         _remember_import(lesson_services.lesson_create(team=team, **fields))

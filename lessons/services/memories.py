@@ -98,7 +98,9 @@ def memory_update(*, memory: Memory, **changes) -> Memory:
     if not memory.is_current:
         raise ValidationError("An earlier version of a memory cannot be edited; edit the current memory.")
 
-    stored = Memory.objects.select_for_update().get(pk=memory.pk)
+    stored = Memory.objects.select_for_update().filter(pk=memory.pk).first()
+    if stored is None:  # merged or deleted while the caller held it: said as a lesson's is
+        raise Memory.DoesNotExist(f"memory {memory.pk} does not exist (deleted or merged meanwhile)")
     wanted = {name: getattr(stored, name) for name in EDITABLE_FIELDS}
     wanted.update(_normalised(changes))
     changed = [name for name in EDITABLE_FIELDS if getattr(stored, name) != wanted[name]]

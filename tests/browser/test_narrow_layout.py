@@ -176,3 +176,15 @@ def test_long_unbroken_words_wrap_in_a_memorys_history_and_the_proposals_queue(a
                                                                                       ".proposal-neighbours"))
     assert text["x"] + text["width"] <= neighbours["x"] + TOLERANCE
     screenshot("proposal-with-a-long-url", full_page=True)
+
+
+def test_an_unbroken_title_wraps_in_the_headings_and_breadcrumbs_of_its_pages(admin_page, screenshot):
+    lesson = lesson_create(team=TeamFactory(slug="acme"), title="Pin " + "X" * 150, status="proposed")
+    memory = memory_create(team=TeamFactory(slug="beta"), content="Token " + "y" * 300)
+    for width, pages in ((1300, ["lesson/{l}/change/", "lesson/{l}/history/"]),
+                         (420, ["memory/{m}/change/", "memory/{m}/history/"])):
+        admin_page.set_viewport_size({"width": width, "height": 800})
+        for path in pages:
+            admin_page.goto("/admin/lessons/" + path.format(l=lesson.pk, m=memory.pk))
+            assert page_width(admin_page) <= width + TOLERANCE, path
+    screenshot("memory-history-unbroken-title-420", full_page=False)

@@ -63,3 +63,11 @@ def test_a_prefix_two_teams_share_needs_the_team(team, other_team):
 def test_bad_arguments_are_command_errors(team, args, message):
     with pytest.raises(CommandError, match=message):
         run("revoke_api_key", *args)
+
+
+def test_active_keys_are_listed_first(team):
+    revoked, _ = api_key_create(team=team, name="old")
+    run("revoke_api_key", revoked.prefix)
+    active, _ = api_key_create(team=team, name="new")
+    rows = run("list_api_keys").splitlines()[1:]
+    assert [row.split()[0] for row in rows] == [active.prefix, revoked.prefix]

@@ -317,4 +317,10 @@ def test_a_row_without_a_vector_is_scored_on_the_parts_it_has():
     text = plan(has_semantic=False, weights=scoring.active_weights(p.weights, semantic=False, keyword=True))
     scoring.score_parts([pending], text)
     assert "weights" not in pending.parts
-    assert scoring.without_semantic({"semantic": 1.0, "quality": 0.0}) == {"semantic": 0.0, "quality": 1.0}
+    # weights that give words nothing: none of the evidence asked for, score 0 (quality alone tied it first)
+    assert scoring.without_semantic({"semantic": 1.0, "keyword": 0.0, "quality": 0.0}) == {
+        "semantic": 0.0, "keyword": 0.0, "quality": 0.0}
+    assert scoring.without_semantic({"semantic": 0.5, "quality": 0.5}) == {"semantic": 0.0, "quality": 0.0}
+    lone = lesson(3, sim=None, bm25=4.0, legs=("keyword",), confidence=1.0, frequency=80)
+    scoring.score_parts([lone], plan(weights={"semantic": 1.0, "keyword": 0.0, "quality": 0.0}))
+    assert lone.weighted == 0.0

@@ -184,3 +184,15 @@ def test_an_import_that_moves_the_average_length_refreshes_the_keyword_impacts()
     team = Team.objects.get(slug="drifting")
     assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)
     assert import_lessons(lines=lines, team_slug="drifting").impacts_refreshed == {}  # nothing moved
+
+
+def test_a_line_without_an_external_id_merged_away_is_not_created_again():
+    lines = jsonl({"title": "Pin images", "description": "Tags move."},
+                  {"title": "Pin base images", "description": "Tags move under you."})
+    import_lessons(lines=lines, team_slug="t", create_team=True)
+    kept = Lesson.objects.get(title="Pin images")
+    lesson_merge(keep=kept, merged=[Lesson.objects.get(title="Pin base images")])
+    again = import_lessons(lines=lines, team_slug="t")
+    assert (again.created, again.merged_away) == (0, 1)
+    assert dict(again.notes)[2] == f"merged into lesson #{kept.pk} by a curator; not created again"
+    assert Lesson.objects.count() == 1

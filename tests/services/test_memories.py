@@ -83,3 +83,14 @@ def test_people_are_one_each_in_any_case_and_a_name_needs_a_letter(team):
     typed = ["Smith, John", "smith, john", ",", " , ", "\u200b", "A\u200bnn", "Zoe\u0301", "Zoé"]
     memory = memory_create(team=team, content="Board meeting", people=typed)
     assert memory.people == ["Smith, John", "Ann", "Zoé"]
+
+
+def test_an_edit_of_a_memory_merged_away_meanwhile_says_it_is_gone(team):
+    from lessons.services.curation import memory_merge
+
+    kept, other = memory_create(team=team, content="Ran with Ana"), memory_create(team=team, content="Run, Ana")
+    stale = Memory.objects.get(pk=other.pk)
+    memory_merge(keep=kept, merged=other)
+    # the same words as a lesson's ("Memory matching query does not exist." said less)
+    with pytest.raises(Memory.DoesNotExist, match=f"memory {stale.pk} does not exist \\(deleted or merged meanwhile\\)"):
+        memory_update(memory=stale, importance=9)

@@ -128,13 +128,17 @@ class Command(BaseCommand):
                     f"{'':>5}semantic {e.get('semantic', 0):.2f}  keyword {e.get('keyword', 0):.2f} [{terms}]  "
                     f"metadata {metadata}  quality {e.get('quality', 0):.2f} (usage {e.get('usage', 0):.2f})  "
                     f"penalty {e.get('penalty', 0):.2f}  "
-                    f"found by {', '.join(hit.found_by) or '-'}{_tier_note(e)}"
+                    f"found by {', '.join(hit.found_by) or '-'}{_tier_note(e)}{_pending_note(e)}"
                 )
                 if labels := e.get("labels"):
                     shared = ", ".join(labels["shared"]) or "none"
                     self.stdout.write(
                         f"{'':>5}tags shared with the top {labels['top']} (a row among them counts its own): {shared}"
                     )
+
+
+def _pending_note(explanation: dict) -> str:
+    return "  no vector yet: scored on words and quality" if explanation.get("embedding") == "pending" else ""
 
 
 def _tier_note(explanation: dict) -> str:
