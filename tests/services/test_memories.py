@@ -92,5 +92,6 @@ def test_an_edit_of_a_memory_merged_away_meanwhile_says_it_is_gone(team):
     stale = Memory.objects.get(pk=other.pk)
     memory_merge(keep=kept, merged=other)
     # the same words as a lesson's ("Memory matching query does not exist." said less)
-    with pytest.raises(Memory.DoesNotExist, match=f"memory {stale.pk} does not exist \\(deleted or merged meanwhile\\)"):
+    gone = f"memory {stale.pk} does not exist \\(deleted or merged meanwhile\\)"
+    with pytest.raises(Memory.DoesNotExist, match=gone):
         memory_update(memory=stale, importance=9)
