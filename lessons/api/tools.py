@@ -74,6 +74,9 @@ def function_parameters(schema: dict, *, definitions: dict | None = None, fixed=
     return _without(flat, fixed)
 
 
+_SHAPE = ("type", "properties", "additionalProperties", "required")  # what _without rebuilds of an object
+
+
 def _without(schema: dict, names) -> dict:
     """An object schema as function-calling parameters without `names`; a dotted name ("filters.tags")
     leaves out a field of a nested object."""
@@ -95,8 +98,6 @@ def _without(schema: dict, names) -> dict:
         parameters["required"] = required
     return parameters
 
-
-_SHAPE = ("type", "properties", "additionalProperties", "required")
 
 
 def other_kinds_options(kind: str) -> tuple[str, ...]:

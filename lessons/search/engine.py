@@ -238,7 +238,7 @@ def _search(*, request: SearchRequest) -> SearchResponse:
         "collapsed": collapsed,
         **({"keyword_unproved": keyword_unproved} if keyword_unproved else {}),
     }
-    if use_semantic and (pending := sum(candidate.sim_primary is None for candidate in candidates)):
+    if pending := sum(scoring.vector_pending(candidate, measured_meaning=use_semantic) for candidate in candidates):
         counts["not_embedded"] = pending  # scored without meaning until their vectors are made
     timings["fuse"] = _ms(tick)
 

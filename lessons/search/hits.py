@@ -66,7 +66,7 @@ def hit_from_candidate(*, request: SearchRequest, kind: SearchKind, candidate: s
         }
         if candidate.sim_primary is not None:
             explanation["similarity"] = round(candidate.sim_primary, 4)
-        if plan.has_semantic and candidate.sim_primary is None:
+        if scoring.vector_pending(candidate, measured_meaning=plan.has_semantic):
             explanation["embedding"] = "pending"  # no vector yet: scored on words and quality
         if candidate.sim_contextual is not None:
             explanation["contextual_similarity"] = round(candidate.sim_contextual, 4)

@@ -93,6 +93,12 @@ def active_weights(weights: dict[str, float], *, semantic: bool, keyword: bool) 
     return {name: value / total for name, value in chosen.items()}
 
 
+def vector_pending(candidate: "Candidate", *, measured_meaning: bool) -> bool:
+    """A row the search would measure by meaning that has no vector yet (its cosine came back NULL):
+    written a moment ago, its embedding queued or failed."""
+    return measured_meaning and candidate.sim_primary is None
+
+
 def without_semantic(weights: dict[str, float]) -> dict[str, float]:
     """The weights renormalised over the parts other than meaning (a row without a vector). When
     they give words nothing, the row has none of the evidence asked for: every weight 0 (score 0),
@@ -249,7 +255,7 @@ def score_parts(candidates: list[Candidate], plan: ScoringPlan) -> None:
         factor = TECH_MISMATCH_FACTOR if tech_mismatch(row=c.row, tech_stack=plan.tech_stack) else 1.0
         semantic_used = semantic * factor
         row_weights = w
-        if plan.has_semantic and c.sim_primary is None:
+        if vector_pending(c, measured_meaning=plan.has_semantic):
             # No vector yet (written a moment ago, its embedding queued or failed): its meaning is
             # unknown, not unrelated. Scored on the parts it has, as a search without the model
             # scores every row; a 0 for meaning put a new lesson that says the query's words

@@ -93,7 +93,7 @@ def lesson_update(*, lesson: Lesson, **changes) -> Lesson:
     if not Lesson.objects.select_for_update().filter(pk=lesson.pk).exists():
         raise Lesson.DoesNotExist(f"lesson {lesson.pk} does not exist (deleted or merged meanwhile)")
     normalised = _normalised(changes)
-    changed = lesson_changed_fields(lesson=lesson, **changes)
+    changed = _differing(lesson, normalised)
     for name in changed:
         setattr(lesson, name, normalised[name])
     if not changed:
@@ -107,7 +107,11 @@ def lesson_update(*, lesson: Lesson, **changes) -> Lesson:
 
 def lesson_changed_fields(*, lesson: Lesson, **fields) -> list[str]:
     """The names in `fields` whose values, stored as lesson_update stores them, differ from `lesson`'s."""
-    return [name for name, value in _normalised(fields).items() if getattr(lesson, name) != value]
+    return _differing(lesson, _normalised(fields))
+
+
+def _differing(lesson: Lesson, normalised: dict) -> list[str]:
+    return [name for name, value in normalised.items() if getattr(lesson, name) != value]
 
 
 def lesson_delete(*, lesson: Lesson) -> None:
