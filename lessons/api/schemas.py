@@ -30,7 +30,7 @@ from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
 from lessons.services.common import normalise_names, normalise_terms, normalise_text
-from lessons.text import is_visible
+from lessons.text import clean_name, is_visible
 
 # Bounds on free text, so a runaway agent cannot store a megabyte in one field.
 MAX_TEXT_CHARS = 20_000
@@ -82,6 +82,18 @@ def _something_shows(text: str) -> str:
 Name = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), AfterValidator(_something_shows)
 ]
+
+
+def _a_name(text: str) -> str:
+    # A stored "-" is dropped (lessons.text.clean_name), but a filter left with no name was no
+    # filter, or matched nothing without saying why.
+    if not clean_name(text):
+        raise ValueError(f"{text!r} is not a name: a name needs a letter or digit")
+    return text
+
+
+# A name to look people up by: refused when nothing of it would be left once stored.
+SoughtName = Annotated[Name, AfterValidator(_a_name)]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many results, 1..{MAX_LIMIT}.")]
 # A query is trimmed before its length is checked: "   " is refused like "" (it used to be taken as
 # no query at all, and answered the most recent rows).
@@ -396,11 +408,9 @@ class MemoryFilters(FilterSchema):
     @classmethod
     def _no_blank_person(cls, names: list[str] | None) -> list[str] | None:
         _refuse_blank_items(names)
-        # "-", "," or a zero-width space: no name is left of it, and an empty filter was no filter
-        # (the listing answered every memory of the team)
+        # "-", "," or a zero-width space: the listing answered every memory of the team
         for name in names or []:
-            if not normalise_names([name]):
-                raise ValueError(f"{name!r} is not a name: a name needs a letter or digit")
+            _a_name(name)
         return names
 
     def filter_text(self, value: str | None) -> Q:
@@ -436,7 +446,9 @@ class SearchFiltersIn(StrictIn):
     project_types: Terms = Field([], description="Lessons: shares one.")
     tags: Terms = Field([], description="Lessons: shares one.")
     min_importance: int | None = Field(None, ge=1, le=10, description="Memories only.")
-    people: Annotated[list[Name], Field(max_length=MAX_TERMS)] = Field([], description="Memories: mentions one.")
+    people: Annotated[list[SoughtName], Field(max_length=MAX_TERMS)] = Field(
+        [], description="Memories: mentions one."
+    )
     emotions: Terms = Field([], description="Memories: shares one.")
     since: datetime | None = None
     until: datetime | None = None
@@ -614,7 +626,7 @@ class EventsQuery(TextIn):
 
 
 class ByPersonQuery(TextIn):
-    name: Name = Field(description="The person's name.")
+    name: SoughtName = Field(description="The person's name.")
     limit: Limit = 20
 
 

@@ -107,6 +107,9 @@ def test_a_search_from_past_year_9999_in_utc_is_refused_by_name(api):
     # no letter or digit: nothing is left of the name, and the empty filter answered every memory
     ("get", "/memories", {"person": "-"}, "person"),
     ("get", "/memories", {"person": "\u200b"}, "person"),
+    # the search's filter and the by-person lookup matched nothing without saying why
+    ("post", "/search", {"query": "x", "kind": "memories", "filters": {"people": ["-"]}}, "filters.people.0"),
+    ("get", "/memories/by-person", {"name": "-"}, "name"),
     ("get", "/lessons/patterns", {"feature": "  "}, "feature"),
     ("get", "/lessons/relevant", {"project_type": " "}, "project_type"),
     ("get", "/lessons/relevant", {"phase": " "}, "phase"),
