@@ -158,13 +158,8 @@ def merge_memories(request, payload: MemoryMergeIn, memory_id: PathId = MemoryId
     keep = memory_get(team=team, memory_id=memory_id)
     try:
         merged = memory_get(team=team, memory_id=payload.merge_id)
-    except Memory.DoesNotExist:
-        # an earlier version of one of the team's memories exists, but is not a memory to merge
-        current = Memory.objects.filter(team=team, pk=payload.merge_id).values_list("current_version_id", flat=True)
-        message = f"memory {payload.merge_id} does not exist"
-        if current_id := next(iter(current), None):
-            message = f"memory {payload.merge_id} is an earlier version of memory {current_id}; merge current memories"
-        raise ValidationError({"merge_id": message}) from None
+    except Memory.DoesNotExist as missing:
+        raise ValidationError({"merge_id": str(missing)}) from None
     if merged.pk == keep.pk:
         raise ValidationError({"merge_id": f"memory {keep.pk} is the one kept; it cannot be merged into itself"})
     with _service_field_named("merge_id"):

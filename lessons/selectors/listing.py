@@ -34,6 +34,10 @@ def memory_list(*, team: Team, filters: FilterSchema | None = None) -> QuerySet[
 def memory_get(*, team: Team, memory_id: int) -> Memory:
     memory = Memory.objects.filter(team=team, pk=memory_id, current_version__isnull=True).first()
     if memory is None:
+        # an id read from a version list names a row, only not a current one: say which it is of
+        current = Memory.objects.filter(team=team, pk=memory_id).values_list("current_version_id", flat=True)
+        if current_id := next(iter(current), None):
+            raise Memory.DoesNotExist(f"memory {memory_id} is an earlier version of memory {current_id}")
         raise Memory.DoesNotExist(f"memory {memory_id} does not exist")
     return memory
 

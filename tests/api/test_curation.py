@@ -222,4 +222,10 @@ def test_merging_an_earlier_version_says_what_it_is(api, team):
     response = api.post(f"/memories/{kept.pk}/merge", {"merge_id": earlier.pk})
     assert response.status_code == 422  # it exists: "does not exist" was untrue
     assert response.json()["errors"] == [{"field": "merge_id", "message": (
-        f"memory {earlier.pk} is an earlier version of memory {edited.pk}; merge current memories")}]
+        f"memory {earlier.pk} is an earlier version of memory {edited.pk}")}]
+    # named by the path, or read alone, it is not a memory either, and the answer says whose it is
+    for response in (api.post(f"/memories/{earlier.pk}/merge", {"merge_id": kept.pk}),
+                     api.get(f"/memories/{earlier.pk}")):
+        assert response.status_code == 404
+        assert response.json()["detail"] == f"memory {earlier.pk} is an earlier version of memory {edited.pk}"
+    assert api.get("/memories/999999").json()["detail"] == "memory 999999 does not exist"
