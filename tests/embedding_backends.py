@@ -2,6 +2,7 @@
 Chosen through settings.EMBEDDING_BACKEND, the same seam operators use."""
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -56,6 +57,19 @@ class InterruptedOnMemoriesBackend(HashingBackend):
     def _encode(self, texts):
         if any("Sundays" in text for text in texts):
             raise KeyboardInterrupt
+        return super()._encode(texts)
+
+
+class StoppedOnMemoriesBackend(HashingBackend):
+    """Embeds lessons, then the process is sent SIGTERM (a process manager's stop) while memories
+    encode: a real signal, delivered to this process."""
+
+    model_name = "test/stopped-on-memories"
+
+    def _encode(self, texts):
+        if any("Sundays" in text for text in texts):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises before this ends; without one the process is gone
         return super()._encode(texts)
 
 

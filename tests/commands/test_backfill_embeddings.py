@@ -1,3 +1,4 @@
+import signal
 from io import StringIO
 
 import pytest
@@ -101,6 +102,17 @@ def test_ctrl_c_keeps_the_finished_batches_and_ends_with_a_one_line_summary(pend
         )
         out, _ = run("--dry-run")
     assert "dry run: 1 to embed, 4 already fresh" in out
+
+
+def test_sigterm_stops_as_ctrl_c_does_with_the_summary(pending):
+    # a process manager's stop ended the process at once (status 143), without saying what was kept
+    backend = {"BACKEND": "tests.embedding_backends.StoppedOnMemoriesBackend", "BATCH_SIZE": 64}
+    with override_settings(EMBEDDING_BACKEND=backend), pytest.raises(CommandError) as raised:
+        run("--batch-size", "2", verbosity=0)
+    assert raised.value.returncode == 130
+    assert str(raised.value).startswith("interrupted: 4 of 5 row(s) embedded and committed")
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is the command's only
+    assert embedding_coverage()["memories"]["missing"] == 1
 
 
 def test_ctrl_c_during_a_re_embed_of_every_row_says_what_a_re_run_does(pending):

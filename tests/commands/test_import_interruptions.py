@@ -4,6 +4,9 @@ success, with the rows unembedded); a file naming one row twice, a history for a
 exists, and a row another import stored at the same moment are each said, not silently merged."""
 
 import json
+import os
+import signal
+import time
 from io import StringIO
 
 import pytest
@@ -36,7 +39,8 @@ def test_ctrl_c_while_embedding_keeps_the_rows_and_says_they_wait_for_the_backfi
     with override_settings(EMBEDDING_BACKEND=backend), pytest.raises(CommandError) as raised:
         run("import_lessons", jsonl(tmp_path, rows), team="acme", create_team=True)
     assert raised.value.returncode == 130
-    assert str(raised.value).startswith("interrupted (Ctrl-C) while embedding: every row counted above is stored")
+    assert str(raised.value).startswith(
+        "interrupted (Ctrl-C or SIGTERM) while embedding: every row counted above is stored")
     assert "backfill_embeddings --team acme" in str(raised.value)
     assert Lesson.objects.filter(team__slug="acme").count() == 5  # stored, waiting for their embedding
     assert not Lesson.objects.filter(team__slug="acme", embedding__isnull=False).exists()
@@ -56,11 +60,29 @@ def test_ctrl_c_between_lines_keeps_the_lines_before_and_a_re_run_finishes(tmp_p
     with pytest.raises(CommandError) as raised:
         run("import_lessons", path, team="acme", create_team=True)
     assert raised.value.returncode == 130
-    assert str(raised.value).startswith("interrupted (Ctrl-C) at line 4: the lines before it are imported")
+    assert str(raised.value).startswith("interrupted (Ctrl-C or SIGTERM) at line 4: the lines before it are imported")
     assert sorted(Lesson.objects.values_list("external_id", flat=True)) == ["l-0", "l-1", "l-2"]
     monkeypatch.setattr(imports, "_import_lesson", real_import)
     out, _ = run("import_lessons", path, team="acme")
     assert "2 created, 0 updated, 3 unchanged, 0 failed" in out
+
+
+def test_sigterm_between_lines_stops_as_ctrl_c_does(tmp_path, monkeypatch):
+    rows = [{"external_id": f"l-{n}", "title": f"Lesson {n}"} for n in range(5)]
+    real_import = imports._import_lesson
+
+    def stopped_at_the_fourth(*, team, data):
+        if data["external_id"] == "l-3":
+            os.kill(os.getpid(), signal.SIGTERM)  # a process manager's stop: the process ended at once
+            time.sleep(5)
+        return real_import(team=team, data=data)
+
+    monkeypatch.setattr(imports, "_import_lesson", stopped_at_the_fourth)
+    with pytest.raises(CommandError) as raised:
+        run("import_lessons", jsonl(tmp_path, rows), team="acme", create_team=True)
+    assert raised.value.returncode == 130
+    assert str(raised.value).startswith("interrupted (Ctrl-C or SIGTERM) at line 4: the lines before it")
+    assert sorted(Lesson.objects.values_list("external_id", flat=True)) == ["l-0", "l-1", "l-2"]
 
 
 def test_one_row_twice_in_a_file_is_refused_on_the_later_line(tmp_path):

@@ -5,6 +5,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from lessons.management.commands._stop_signal import stop_signal_as_interrupt
+
 
 class JsonLinesImportCommand(BaseCommand):
     kind = ""  # "lessons" or "memories"
@@ -26,7 +28,7 @@ class JsonLinesImportCommand(BaseCommand):
         try:
             # Bytes: each line is decoded on its own, so a line that is not UTF-8 is reported with
             # its number like any bad line, and the good ones are imported.
-            with source.open("rb") as lines:
+            with source.open("rb") as lines, stop_signal_as_interrupt():
                 report = self.import_lines(lines=lines, team_slug=team, create_team=create_team)
         except ValueError as error:  # an unknown or unusable team (TeamError)
             raise CommandError(str(error)) from error
@@ -40,14 +42,14 @@ class JsonLinesImportCommand(BaseCommand):
             self.stdout.write(f"{self.kind} into team {team!r}: {report.summary()}")
         if report.interrupted_at is not None:
             raise CommandError(
-                f"interrupted (Ctrl-C) at line {report.interrupted_at}: the lines before it are imported as counted "
-                "above, nothing after; run the same command again to import the rest (lines already imported "
-                "come out unchanged).", returncode=130,
+                f"interrupted (Ctrl-C or SIGTERM) at line {report.interrupted_at}: the lines before it are imported "
+                "as counted above, nothing after; run the same command again to import the rest (lines already "
+                "imported come out unchanged).", returncode=130,
             )
         if report.embedding_interrupted:
             raise CommandError(
-                "interrupted (Ctrl-C) while embedding: every row counted above is stored, and the ones not yet "
-                f"embedded are found by keywords until `python manage.py backfill_embeddings --team {team}` "
+                "interrupted (Ctrl-C or SIGTERM) while embedding: every row counted above is stored, and the ones "
+                f"not yet embedded are found by keywords until `python manage.py backfill_embeddings --team {team}` "
                 "embeds them.", returncode=130,
             )
         written = report.created + report.updated

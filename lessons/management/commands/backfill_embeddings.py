@@ -6,6 +6,7 @@ from tqdm import tqdm
 
 from lessons.embedding import EmbeddingUnavailable
 from lessons.error_text import first_line
+from lessons.management.commands._stop_signal import stop_signal_as_interrupt
 from lessons.management.commands._team_option import team_from_option
 from lessons.services.embeddings import BACKFILL_KINDS, BackfillReport, embedding_backfill
 
@@ -54,14 +55,15 @@ class Command(BaseCommand):
                 "(a second one would embed the same rows again), or use --dry-run to count what is left"
             )
         try:
-            report = embedding_backfill(
-                kind=kind,
-                team=team_obj,
-                include_fresh=include_fresh,
-                batch_size=batch_size,
-                dry_run=dry_run,
-                progress=progress,
-            )
+            with stop_signal_as_interrupt():
+                report = embedding_backfill(
+                    kind=kind,
+                    team=team_obj,
+                    include_fresh=include_fresh,
+                    batch_size=batch_size,
+                    dry_run=dry_run,
+                    progress=progress,
+                )
         except EmbeddingUnavailable as error:
             raise CommandError(f"the embedding model is unavailable, nothing was embedded: {error}") from error
         except (OperationalError, InterfaceError) as error:
