@@ -472,6 +472,32 @@ class LessonMerge(models.Model):
         return f"{self.merged_title} (#{self.merged_lesson_id}) -> #{self.lesson_id}"
 
 
+class MemoryMerge(models.Model):
+    """A memory that was merged into another one and deleted with its versions: what it said (its
+    fields and its earlier texts), so the merge can be read later and an import of the same
+    memory does not bring it back. When a memory that absorbed others is itself merged, its
+    records move to the memory that absorbs it."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memory_merges")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="merges")
+    merged_memory_id = models.BigIntegerField(help_text="The id the merged memory had.")
+    merged_content = models.TextField()
+    merged_fields = models.JSONField(
+        default=dict, help_text="The merged memory's fields as they were, and its earlier versions' texts."
+    )
+    merged_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-merged_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["merged_memory_id"], name="memory_merge_once"),
+        ]
+        indexes = [models.Index(fields=["memory", "-merged_at"], name="memory_merge_by_memory")]
+
+    def __str__(self):
+        return f"{self.merged_content[:60]} (#{self.merged_memory_id}) -> #{self.memory_id}"
+
+
 class DuplicateKind(models.TextChoices):
     LESSON = "lesson"
     MEMORY = "memory"

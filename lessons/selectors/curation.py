@@ -19,7 +19,16 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Q
 
-from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, LessonMerge, LessonStatus, Memory, Team
+from lessons.models import (
+    DuplicateDismissal,
+    DuplicateKind,
+    Lesson,
+    LessonMerge,
+    LessonStatus,
+    Memory,
+    MemoryMerge,
+    Team,
+)
 
 # Cosine distance under which two rows count as duplicates by default (similarity >= 0.85); on the
 # demo data it finds lessons that restate one another, and no pair that merely shares a topic.
@@ -249,6 +258,11 @@ def proposal_queue(
 def lesson_merge_history(*, lesson: Lesson) -> list[LessonMerge]:
     """The lessons merged into `lesson`, newest merge first."""
     return list(lesson.merges.all())
+
+
+def memory_merge_history(*, memory: Memory) -> list[MemoryMerge]:
+    """The memories merged into `memory` (a current memory), newest merge first."""
+    return list(memory.merges.all())
 
 
 # --- memory history -----------------------------------------------------------------------------

@@ -18,7 +18,8 @@ A merge never crosses teams: a lesson of another team is a ValidationError and n
 Merging memories is simpler, because a memory's text has a history of its own: the kept memory
 keeps its text and its versions; it gains the other's categories, people and emotions, the
 higher importance, its date if it had none, and its usage counts; the other memory (with its
-versions) is deleted.
+versions) is deleted, and leaves a `MemoryMerge` record on the kept one with its fields and its
+earlier texts (records it carried itself move to the kept memory).
 """
 
 from django.core.exceptions import ValidationError
@@ -32,6 +33,7 @@ from lessons.models import (
     LessonMerge,
     LessonStatus,
     Memory,
+    MemoryMerge,
     Team,
 )
 from lessons.services import lessons as lesson_services
@@ -163,9 +165,30 @@ def memory_merge(*, keep: Memory, merged: Memory) -> Memory:
     if kept.occurred_at is None and other.occurred_at is not None:
         changes["occurred_at"] = other.occurred_at
     _add_usage(Memory, kept=kept, others=[other])
+    # What the merged memory said: a merge can be read later, and an import of the same memory
+    # does not create it again beside the one that absorbed it.
+    MemoryMerge.objects.filter(memory=other).update(memory=kept)
+    MemoryMerge.objects.create(
+        team_id=kept.team_id, memory=kept, merged_memory_id=other.pk, merged_content=other.content,
+        merged_fields=_memory_snapshot(other),
+    )
     _forget_dismissals(kind=DuplicateKind.MEMORY, team_id=kept.team_id, ids=[other.pk])
     memory_services.memory_delete(memory=other)
     return memory_services.memory_update(memory=kept, **changes)
+
+
+MEMORY_SNAPSHOT_FIELDS = ("external_id", "content", "details", "categories", "importance", "people", "emotions")
+
+
+def _memory_snapshot(memory: Memory) -> dict:
+    fields = {name: getattr(memory, name) for name in MEMORY_SNAPSHOT_FIELDS}
+    fields["occurred_at"] = memory.occurred_at.isoformat() if memory.occurred_at else None
+    fields["created_at"] = memory.created_at.isoformat()
+    fields["updated_at"] = memory.updated_at.isoformat()
+    fields["versions"] = list(
+        Memory.objects.filter(current_version=memory).order_by("version").values("version", "content", "details")
+    )
+    return fields
 
 
 def _add_usage(model, *, kept, others: list) -> None:

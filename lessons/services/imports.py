@@ -20,7 +20,7 @@ from django.db import DataError, IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
 from lessons.error_text import first_line, unreadable_json
-from lessons.models import Lesson, LessonMerge, Memory, Team
+from lessons.models import Lesson, LessonMerge, Memory, MemoryMerge, Team
 from lessons.services import lessons as lesson_services
 from lessons.services.common import normalise_text
 from lessons.services import memories as memory_services
@@ -38,7 +38,7 @@ class ImportReport:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
-    merged_away: int = 0  # lines of lessons a curator merged into another: not created again
+    merged_away: int = 0  # lines of rows a curator merged into another: not created again
     errors: list[tuple[int, str]] = field(default_factory=list)
     impacts_refreshed: dict[str, int] = field(default_factory=dict)  # kind -> postings rewritten
     team_removed: bool = False  # the team this import created held nothing at the end
@@ -168,13 +168,10 @@ def _import_lesson(*, team: Team, data: dict):
     if existing is None:
         # A curator merged this lesson into another: importing the file again brought it back as a
         # new lesson beside the one that absorbed it.
-        merges = LessonMerge.objects.filter(team=team)
-        if fields["external_id"]:
-            merges = merges.filter(merged_fields__external_id=fields["external_id"])
-        else:  # a line without an id is matched on its text, as the rows are
-            merges = merges.filter(merged_fields__external_id=None, merged_fields__title=fields["title"].strip(),
-                                   merged_fields__description=fields["description"].strip())
-        merge = merges.order_by("-pk").first()
+        merge = _merge_of(
+            LessonMerge.objects.filter(team=team), external_id=fields["external_id"],
+            text_match={"title": fields["title"].strip(), "description": fields["description"].strip()},
+        )
         if merge:
             return "merged_away", f"merged into lesson #{merge.lesson_id} by a curator; not created again"
         _remember_import(lesson_services.lesson_create(team=team, **fields))
@@ -261,6 +258,10 @@ def _import_memory(*, team: Team, data: dict) -> str:
         text_match={"content": fields["content"].strip(), "details": fields["details"].strip()},
     )
     if existing is None:
+        merge = _merge_of(MemoryMerge.objects.filter(team=team), external_id=fields["external_id"],
+                          text_match={"content": fields["content"].strip(), "details": fields["details"].strip()})
+        if merge:  # as for lessons: merged into another, it is not created again beside it
+            return "merged_away", f"merged into memory #{merge.memory_id} by a curator; not created again"
         # Replay the history: the first text creates the memory, each later one is a new version.
         first, *later = [*history, {"content": fields["content"], "details": fields["details"]}]
         memory = memory_services.memory_create(team=team, **{**fields, **first})
@@ -286,6 +287,17 @@ def _find_existing(queryset, *, external_id: str | None, text_match: dict):
     if external_id:
         return queryset.filter(external_id=external_id.strip()).first()
     return queryset.filter(external_id__isnull=True, **text_match).first()
+
+
+def _merge_of(merges, *, external_id: str | None, text_match: dict):
+    """The latest record of a row merged away that a line names: by its id, or, for a line
+    without one, by its text, as the rows are matched."""
+    if external_id:
+        merges = merges.filter(merged_fields__external_id=external_id.strip())
+    else:
+        merges = merges.filter(merged_fields__external_id=None,
+                               **{f"merged_fields__{name}": value for name, value in text_match.items()})
+    return merges.order_by("-pk").first()
 
 
 def _describe(error: Exception) -> str:

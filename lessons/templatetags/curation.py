@@ -2,7 +2,7 @@
 
 from django import template
 
-from lessons.selectors.curation import lesson_merge_history
+from lessons.selectors.curation import lesson_merge_history, memory_merge_history
 from lessons.selectors.curation import memory_history as memory_history_selector
 
 register = template.Library()
@@ -35,3 +35,11 @@ def memory_version_count(memory) -> int:
 def lesson_merges(lesson):
     """The lessons merged into `lesson`, newest merge first, as they were."""
     return {"merges": lesson_merge_history(lesson=lesson), "lesson": lesson}
+
+
+@register.inclusion_tag("admin/lessons/memory/includes/merges.html")
+def memory_merges(memory):
+    """The memories merged into `memory` (its current memory, on an earlier version's page), newest
+    merge first, as they were."""
+    current = memory if memory.current_version_id is None else memory.current_version
+    return {"merges": memory_merge_history(memory=current), "memory": current}

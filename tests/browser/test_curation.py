@@ -143,7 +143,7 @@ def test_duplicates_page_merge_with_the_other_text_and_dismiss(admin_page, curat
     assert cards.count() >= 1
 
 
-def test_memory_duplicates_merge_and_dismiss(admin_page, curated_team):
+def test_memory_duplicates_merge_and_dismiss(admin_page, curated_team, screenshot):
     panic, panic_again, supermarket = embedded_memories(
         curated_team, PANIC, PANIC_AGAIN, "Another panic attack, this time in the supermarket queue."
     )
@@ -166,7 +166,14 @@ def test_memory_duplicates_merge_and_dismiss(admin_page, curated_team):
     remaining.get_by_role("button", name="Not a duplicate").click()
     expect(admin_page.locator("section.curation-card")).to_have_count(0)
     assert DuplicateDismissal.objects.filter(kind="memory").count() == 1
-    assert DuplicateDismissal.objects.filter(kind="memory").count() == 1
+
+    # The kept memory's page records what was merged into it, after its versions.
+    admin_page.goto(f"/admin/lessons/memory/{panic_again.pk}/change/")
+    merges = admin_page.locator("#merges")
+    expect(merges).to_contain_text(f"#{panic.pk} {PANIC}"[:60])
+    assert merges.bounding_box()["y"] > admin_page.locator("#history").bounding_box()["y"]
+    merges.scroll_into_view_if_needed()
+    screenshot("memory-merges")
 
 
 def test_memory_history_shows_word_diffs_and_restores_a_version(admin_page, curated_team, screenshot):

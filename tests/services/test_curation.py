@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from lessons.embedding import embedding_text, get_embedding_backend
-from lessons.models import DuplicateDismissal, Lesson, LessonMerge, Memory
+from lessons.models import DuplicateDismissal, Lesson, LessonMerge, Memory, MemoryMerge
 from lessons.services.curation import duplicate_dismiss, lesson_merge, memory_merge, memory_restore_version
 from lessons.services.memories import memory_create, memory_update
 from tests.curation_data import BASS, CHECKOUT_TESTS, DOCKER_PIN, DOCKER_PIN_AGAIN, FOREIGN_KEYS, embed, lesson
@@ -197,6 +197,27 @@ def test_memory_merge_keeps_one_text_and_unions_the_rest(team):
     assert Memory.objects.filter(team=team).count() == 1
 
 
+def test_a_memory_merge_leaves_a_record_that_follows_the_kept_memory(team):
+    kept = memory_create(team=team, content=BASS, people=["Tom"])
+    other = memory_create(team=team, content="Tom is a bassist.", people=["Lena"], emotions=["proud"],
+                          importance=7, external_id="m-2")
+    memory_update(memory=other, content="Tom is a jazz bassist.")
+    merged = memory_merge(keep=kept, merged=other)
+    (record,) = MemoryMerge.objects.filter(memory=merged)
+    assert (record.team_id, record.merged_memory_id, record.merged_content) == (
+        team.pk, other.pk, "Tom is a jazz bassist.")
+    fields = record.merged_fields
+    assert (fields["external_id"], fields["people"], fields["emotions"], fields["importance"]) == (
+        "m-2", ["Lena"], ["proud"], 7)
+    # its earlier text, deleted with it, is kept in the record
+    assert [version["content"] for version in fields["versions"]] == ["Tom is a bassist."]
+
+    third = memory_create(team=team, content="Tom plays bass in a jazz trio")
+    memory_merge(keep=third, merged=merged)
+    assert sorted(MemoryMerge.objects.filter(memory=third).values_list("merged_memory_id", flat=True)) == sorted(
+        [other.pk, kept.pk])
+
+
 def test_memory_merge_refuses_other_teams_and_earlier_versions(team, other_team):
     kept = memory_create(team=team, content=BASS)
     theirs = memory_create(team=other_team, content=BASS)
@@ -210,6 +231,7 @@ def test_memory_merge_refuses_other_teams_and_earlier_versions(team, other_team)
     with pytest.raises(ValidationError, match="itself"):
         memory_merge(keep=kept, merged=kept)
     assert Memory.objects.count() == 4
+    assert not MemoryMerge.objects.exists()
 
 
 def test_restore_makes_an_old_text_current_and_keeps_the_replaced_one(team):

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from lessons.models import Lesson, Memory, Team
-from lessons.services.curation import lesson_merge
+from lessons.services.curation import lesson_merge, memory_merge
 from lessons.services.imports import import_lessons, import_memories
 from lessons.services.lessons import lesson_accept, lesson_reject, lesson_update
 
@@ -184,6 +184,23 @@ def test_an_import_that_moves_the_average_length_refreshes_the_keyword_impacts()
     team = Team.objects.get(slug="drifting")
     assert keyword_index_state(team=team, kind="lessons").drift == pytest.approx(1.0)
     assert import_lessons(lines=lines, team_slug="drifting").impacts_refreshed == {}  # nothing moved
+
+
+def test_a_memory_merged_away_is_not_imported_again_by_id_or_by_text():
+    lines = jsonl({"external_id": "m-1", "content": "Tom plays bass", "people": ["Tom"]},
+                  {"external_id": "m-2", "content": "Tom is a bassist", "people": ["Tom"]},
+                  {"content": "Lena sings", "details": "In a choir."},
+                  {"content": "Lena sings in a choir", "details": "On Sundays."})
+    import_memories(lines=lines, team_slug="me", create_team=True)
+    tom = memory_merge(keep=Memory.objects.get(external_id="m-1"), merged=Memory.objects.get(external_id="m-2"))
+    lena = memory_merge(keep=Memory.objects.get(content="Lena sings"),
+                        merged=Memory.objects.get(content="Lena sings in a choir"))
+    again = import_memories(lines=lines, team_slug="me")
+    # both came back beside the memories that absorbed them
+    assert (again.created, again.merged_away, again.unchanged, again.errors) == (0, 2, 2, [])
+    assert dict(again.notes) == {2: f"merged into memory #{tom.pk} by a curator; not created again",
+                                 4: f"merged into memory #{lena.pk} by a curator; not created again"}
+    assert Memory.objects.count() == 2
 
 
 def test_a_line_without_an_external_id_merged_away_is_not_created_again():
