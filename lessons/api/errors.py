@@ -5,11 +5,14 @@ server uses the same functions, so both speak the same language about bad input.
 """
 
 import json
+import logging
 
 import pydantic
 from django.core.exceptions import ValidationError as DjangoValidationError
 
 from lessons.error_text import first_line, unreadable_json
+
+logger = logging.getLogger(__name__)
 
 # Names of handler parameters that hold a whole schema: ninja puts them first in an error's
 # location, but they are not part of the field's name.
@@ -115,4 +118,8 @@ def conflict(error: Exception) -> dict:
     constraint = getattr(getattr(error.__cause__, "diag", None), "constraint_name", None) or ""
     if "external_id" in constraint:
         return field_error("external_id", "another request stored a row with this external_id just now")
-    return error_body(f"conflicts with an existing row ({first_line(error)})")
+    # The database's words name constraints and tables, which mean nothing to an agent: they go
+    # to the log, and the answer says what happened and what to do.
+    logger.warning("write conflict: %s", first_line(error))
+    return error_body("conflicts with a change another request made at the same moment; nothing was written, "
+                      "try again")

@@ -114,8 +114,14 @@ def _differing(lesson: Lesson, normalised: dict) -> list[str]:
     return [name for name, value in normalised.items() if getattr(lesson, name) != value]
 
 
+@transaction.atomic
 def lesson_delete(*, lesson: Lesson) -> None:
-    lesson.delete()
+    """Locked first, as an edit or a merge locks it: a merge under way that keeps this lesson adds
+    records to it, which a delete collected before them would leave pointing at nothing."""
+    stored = Lesson.objects.select_for_update().filter(pk=lesson.pk).first()
+    if stored is None:
+        raise Lesson.DoesNotExist(f"lesson {lesson.pk} does not exist (deleted or merged meanwhile)")
+    stored.delete()
 
 
 def lesson_propose(*, team: Team, **fields) -> Lesson:
@@ -156,9 +162,13 @@ def lesson_reject_proposals(*, lesson_ids: list[int]) -> list[Lesson]:
 
 @transaction.atomic
 def lesson_delete_many(*, lessons) -> int:
-    """Delete `lessons` (a queryset or list) one by one through `lesson_delete`, all or none."""
+    """Delete `lessons` (a queryset or list) one by one through `lesson_delete`, all or none; one
+    merged or deleted meanwhile is already gone, and not counted."""
     count = 0
     for lesson in list(lessons):
-        lesson_delete(lesson=lesson)
+        try:
+            lesson_delete(lesson=lesson)
+        except Lesson.DoesNotExist:
+            continue
         count += 1
     return count

@@ -143,9 +143,15 @@ def _archive_version(*, memory: Memory, previous_state: dict) -> Memory:
     return version
 
 
+@transaction.atomic
 def memory_delete(*, memory: Memory) -> None:
-    """Delete a memory with all its versions."""
-    memory.delete()
+    """Delete a memory with all its versions. The row is locked first, as an edit locks it: an edit
+    under way lands before, and the version it adds goes too (collected before that version
+    existed, the delete failed on it with a foreign-key error and left the memory in place)."""
+    stored = Memory.objects.select_for_update().filter(pk=memory.pk).first()
+    if stored is None:
+        raise Memory.DoesNotExist(f"memory {memory.pk} does not exist (deleted or merged meanwhile)")
+    stored.delete()
 
 
 @transaction.atomic

@@ -278,7 +278,7 @@ def test_listing_tools_answer_people_and_every_panic_attack_without_labels(team)
 
 @pytest.mark.parametrize("error, words", [
     (DataError("value too long for type character varying(64)"), "body: a value the database cannot store"),
-    (IntegrityError("duplicate key value violates unique constraint"), "conflicts with an existing row"),
+    (IntegrityError("duplicate key value violates unique constraint"), "conflicts with a change another request"),
 ])
 def test_a_value_the_database_refuses_is_the_callers_error_not_an_outage(team, monkeypatch, error, words):
     """The API answers these 422 and 409; the tools said "the database is unavailable", which tells

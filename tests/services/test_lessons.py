@@ -81,3 +81,23 @@ def test_an_update_locks_the_row_before_it_writes(team):
         lesson_services.lesson_update(lesson=lesson, confidence=0.8)
     first_read = next(query["sql"] for query in queries if query["sql"].startswith("SELECT"))
     assert first_read.endswith("FOR UPDATE")
+
+
+def test_a_delete_locks_the_row_and_a_lesson_merged_away_meanwhile_is_said_gone(team):
+    # locked as a merge locks its kept lesson: a merge under way finishes before the delete reads
+    lesson = lesson_services.lesson_create(team=team, title="Delete me")
+    stale = Lesson.objects.get(pk=lesson.pk)
+    with CaptureQueriesContext(connection) as queries:
+        lesson_services.lesson_delete(lesson=stale)
+    first_read = next(query["sql"] for query in queries if query["sql"].startswith("SELECT"))
+    assert first_read.endswith("FOR UPDATE")
+    with pytest.raises(Lesson.DoesNotExist, match="deleted or merged meanwhile"):
+        lesson_services.lesson_delete(lesson=lesson)
+
+    kept = lesson_services.lesson_create(team=team, title="Keep this one")
+    merged = lesson_services.lesson_create(team=team, title="Keep this one too")
+    other = lesson_services.lesson_create(team=team, title="Unrelated")
+    selected = list(Lesson.objects.filter(pk__in=[merged.pk, other.pk]))  # a curator's selection
+    curation_services.lesson_merge(keep=kept, merged=[merged])
+    assert lesson_services.lesson_delete_many(lessons=selected) == 1  # the merged one is gone already
+    assert list(Lesson.objects.values_list("pk", flat=True)) == [kept.pk]

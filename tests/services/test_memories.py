@@ -1,5 +1,9 @@
+import threading
+import time
+
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection, transaction
 
 from lessons.models import Memory
 from lessons.services.memories import memory_create, memory_delete, memory_update
@@ -95,3 +99,51 @@ def test_an_edit_of_a_memory_merged_away_meanwhile_says_it_is_gone(team):
     gone = f"memory {stale.pk} does not exist \\(deleted or merged meanwhile\\)"
     with pytest.raises(Memory.DoesNotExist, match=gone):
         memory_update(memory=stale, importance=9)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_delete_racing_an_edit_waits_for_it_and_takes_its_new_version_too(team):
+    """An edit under way (its row lock held, its new version written, not yet committed) and a
+    delete: the delete collected the versions before the edit's existed, and failed at commit on
+    the version left pointing at the memory (a 409 naming a foreign key; the memory stayed)."""
+    memory = memory_create(team=team, content="Ana runs on Sundays")
+    edit_written, commit_edit = threading.Event(), threading.Event()
+    failures = []
+
+    def edit():
+        try:
+            with transaction.atomic():
+                memory_update(memory=Memory.objects.get(pk=memory.pk), content="Ana runs on Saturdays")
+                edit_written.set()
+                commit_edit.wait(10)
+        except Exception as error:  # noqa: BLE001 - reported to the test below
+            failures.append(error)
+        finally:
+            connection.close()
+
+    def delete():
+        try:
+            memory_delete(memory=Memory.objects.get(pk=memory.pk))
+        except Exception as error:  # noqa: BLE001
+            failures.append(error)
+        finally:
+            connection.close()
+
+    editor = threading.Thread(target=edit)
+    editor.start()
+    assert edit_written.wait(10)
+    deleter = threading.Thread(target=delete)
+    deleter.start()
+    time.sleep(0.5)  # the delete is waiting for the edit's lock now
+    commit_edit.set()
+    editor.join(10), deleter.join(10)
+    assert failures == []
+    assert not Memory.objects.filter(team=team).exists()  # the memory and both its texts
+
+
+def test_a_delete_of_a_memory_merged_away_meanwhile_says_it_is_gone(team):
+    memory = memory_create(team=team, content="Gone already")
+    stale = Memory.objects.get(pk=memory.pk)
+    memory_delete(memory=memory)
+    with pytest.raises(Memory.DoesNotExist, match="deleted or merged meanwhile"):
+        memory_delete(memory=stale)
