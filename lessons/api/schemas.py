@@ -85,15 +85,16 @@ Name = Annotated[
 
 
 def _a_name(text: str) -> str:
-    # A stored "-" is dropped (lessons.text.clean_name), but a filter left with no name was no
-    # filter, or matched nothing without saying why.
+    # Left to the services, a "-" is dropped (lessons.text.clean_name), and a filter with no name
+    # left was no filter, or matched nothing without saying why.
     if not clean_name(text):
         raise ValueError(f"{text!r} is not a name: a name needs a letter or digit")
     return text
 
 
-# A name to look people up by: refused when nothing of it would be left once stored.
-SoughtName = Annotated[Name, AfterValidator(_a_name)]
+# A person's name, to store or to look up by: refused when nothing of it would be left once
+# stored ("," as a memory's people was dropped without a word, and a PATCH emptied them).
+PersonName = Annotated[Name, AfterValidator(_a_name)]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many results, 1..{MAX_LIMIT}.")]
 # A query is trimmed before its length is checked: "   " is refused like "" (it used to be taken as
 # no query at all, and answered the most recent rows).
@@ -368,7 +369,7 @@ class MemoryIn(StrictIn):
     details: str = Field("", max_length=MAX_TEXT_CHARS, description="The full form.")
     categories: Terms = Field([], description="person, emotion, interest, event, ...")
     importance: int = Field(5, ge=1, le=10)
-    people: Annotated[list[Name], Field(max_length=MAX_TERMS)] = []
+    people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = []
     emotions: Terms = []
     occurred_at: datetime | None = None
     external_id: str | None = Field(None, max_length=200)
@@ -383,7 +384,7 @@ class MemoryPatch(StrictIn):
     details: str = Field(None, max_length=MAX_TEXT_CHARS)
     categories: Terms = None
     importance: int = Field(None, ge=1, le=10)
-    people: Annotated[list[Name], Field(max_length=MAX_TERMS)] = None
+    people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = None
     emotions: Terms = None
     occurred_at: datetime | None = None
     external_id: str | None = Field(None, max_length=200)
@@ -446,7 +447,7 @@ class SearchFiltersIn(StrictIn):
     project_types: Terms = Field([], description="Lessons: shares one.")
     tags: Terms = Field([], description="Lessons: shares one.")
     min_importance: int | None = Field(None, ge=1, le=10, description="Memories only.")
-    people: Annotated[list[SoughtName], Field(max_length=MAX_TERMS)] = Field(
+    people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(
         [], description="Memories: mentions one."
     )
     emotions: Terms = Field([], description="Memories: shares one.")
@@ -626,7 +627,7 @@ class EventsQuery(TextIn):
 
 
 class ByPersonQuery(TextIn):
-    name: SoughtName = Field(description="The person's name.")
+    name: PersonName = Field(description="The person's name.")
     limit: Limit = 20
 
 

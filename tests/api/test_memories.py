@@ -174,3 +174,16 @@ def test_a_name_with_a_dotted_capital_i_is_found_however_it_is_typed(api, team, 
     found = api.post("/search", {"query": "tea Bosphorus", "kind": "memories", "mode": "text",
                                  "filters": {"people": [typed]}}).json()
     assert [hit["id"] for hit in found["results"]] == [memory.pk]
+
+
+def test_a_person_without_a_letter_or_digit_is_refused_and_the_stored_people_stay(api, team):
+    # "," was dropped without a word: a PATCH of people [","] emptied a memory's people
+    memory = memory_create(team=team, content="Coffee with Zoé", people=["Zoé"])
+    patched = api.patch(f"/memories/{memory.pk}", {"people": [","]})
+    assert patched.status_code == 422
+    assert patched.json()["errors"] == [
+        {"field": "people.0", "message": "',' is not a name: a name needs a letter or digit"}]
+    assert Memory.objects.get(pk=memory.pk).people == ["Zoé"]
+    created = api.post("/memories", {"content": "Met someone", "people": ["Ann", "-"]})
+    assert [error["field"] for error in created.json()["errors"]] == ["people.1"]
+    assert Memory.objects.filter(team=team).count() == 1
