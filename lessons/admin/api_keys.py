@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.formats import date_format
 
-from lessons.admin.common import WideChangeListMixin
+from lessons.admin.common import CheckedSelectionModelAdmin, WideChangeListMixin
 from lessons.models import ApiKey
 from lessons.services.api_keys import api_key_create, api_key_revoke
 
@@ -21,7 +21,7 @@ class KeyStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(WideChangeListMixin, admin.ModelAdmin):
+class ApiKeyAdmin(WideChangeListMixin, CheckedSelectionModelAdmin):
     """Keys are created here (the key is shown once, in the message after saving) and revoked with
     an action; they are never edited, since only their hash is kept."""
 

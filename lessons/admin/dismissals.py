@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from lessons.admin.common import CheckedSelectionModelAdmin
 from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, Memory
 
 MARKED_MODELS = {DuplicateKind.LESSON: Lesson, DuplicateKind.MEMORY: Memory}
@@ -23,7 +24,7 @@ def _curated_kinds(request) -> list[str]:
 
 
 @admin.register(DuplicateDismissal)
-class DuplicateDismissalAdmin(admin.ModelAdmin):
+class DuplicateDismissalAdmin(CheckedSelectionModelAdmin):
     # the two rows by their titles (a memory: its text), linked: two bare ids did not say which
     # pair a mark was, so a curator could not tell which one to take back
     list_display = ("kind", "first_row", "second_row", "team", "dismissed_at")

@@ -5,6 +5,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 
 from lessons.admin.common import (
+    CheckedSelectionModelAdmin,
     ReadableInputsMixin,
     TeamChosenOnceMixin,
     WideChangeListMixin,
@@ -23,7 +24,7 @@ from lessons.services import lessons as lesson_services
 @admin.register(Lesson)
 class LessonAdmin(
     TeamChosenOnceMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin, EmbeddingAdminMixin,
-    admin.ModelAdmin,
+    CheckedSelectionModelAdmin,
 ):
     list_display = (
         "title", "team", "category", "status", "confidence", "frequency", *USAGE_LIST_FIELDS, "embedding_status",

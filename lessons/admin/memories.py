@@ -6,6 +6,7 @@ from django.utils.html import format_html_join
 from django.utils.text import Truncator
 
 from lessons.admin.common import (
+    CheckedSelectionModelAdmin,
     ReadableInputsMixin,
     TeamChosenOnceMixin,
     WideChangeListMixin,
@@ -65,7 +66,7 @@ class MemoryCurrentFilter(admin.SimpleListFilter):
 @admin.register(Memory)
 class MemoryAdmin(
     TeamChosenOnceMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin, EmbeddingAdminMixin,
-    admin.ModelAdmin,
+    CheckedSelectionModelAdmin,
 ):
     list_display = (
         "content_preview", "team", "importance", "categories", "people_names", "version", *USAGE_LIST_FIELDS,

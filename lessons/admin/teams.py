@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.db.models import Count, Q
 
+from lessons.admin.common import CheckedSelectionModelAdmin
 from lessons.models import Team
 from lessons.selectors.admin_search import evaluation_team_q
 
@@ -23,7 +24,7 @@ class EvaluationTeamFilter(admin.SimpleListFilter):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(CheckedSelectionModelAdmin):
     list_display = ("slug", "name", "lesson_count", "memory_count", "created_at")
     search_fields = ("slug", "name")
     list_filter = (EvaluationTeamFilter,)

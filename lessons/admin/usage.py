@@ -3,6 +3,7 @@ fields), and the recorded searches with the verdicts agents gave, read-only."""
 
 from django.contrib import admin
 
+from lessons.admin.common import CheckedSelectionModelAdmin
 from lessons.models import SearchFeedback, SearchRecord
 
 USAGE_FIELDS = ("returned_count", "used_count", "not_helpful_count", "last_returned_at", "last_used_at")
@@ -21,7 +22,7 @@ class SearchFeedbackInline(admin.TabularInline):
 
 
 @admin.register(SearchRecord)
-class SearchRecordAdmin(admin.ModelAdmin):
+class SearchRecordAdmin(CheckedSelectionModelAdmin):
     """What agents searched and which results they used: history, never edited here (the
     retention command deletes it)."""
 

@@ -164,3 +164,18 @@ def test_reject_of_no_proposal_says_so_and_changes_nothing(admin_client, mixed):
         "None of the selected lessons is a proposal: nothing to reject."
     ]
     assert _statuses() == before
+
+
+@pytest.mark.parametrize("changelist", [
+    LESSONS, MEMORIES, reverse("admin:lessons_team_changelist"), reverse("admin:lessons_apikey_changelist"),
+    reverse("admin:lessons_duplicatedismissal_changelist"), reverse("admin:lessons_searchrecord_changelist"),
+])
+@pytest.mark.parametrize("selected", ["abc", "1.5", str(2**63)])
+def test_a_selection_that_is_not_ids_is_a_message_not_a_500(admin_client, mixed, changelist, selected):
+    # a crafted or truncated form: Django filtered the list on it and answered 500
+    response = admin_client.post(changelist, {"action": "delete_selected", "_selected_action": [selected]},
+                                 follow=True)
+    assert response.status_code == 200
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "The selection holds something that is not a row's id; nothing was done. Select the rows again."]
+    assert Lesson.objects.count() == 4
