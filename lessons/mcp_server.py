@@ -14,7 +14,7 @@ import pydantic
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DatabaseError, DataError, IntegrityError, close_old_connections
+from django.db import DatabaseError, DataError, IntegrityError, ProgrammingError, close_old_connections
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
@@ -106,6 +106,11 @@ def build_server(*, team: Team, api_key: str | None = None) -> Server:
             return _error(errors.unstorable_value(error))
         except IntegrityError as error:
             return _error(errors.conflict(error))
+        except ProgrammingError as error:
+            if (body := errors.not_migrated(error)) is None:
+                logger.exception("tool %s failed", params.name)
+                body = errors.error_body(f"internal error ({type(error).__name__}); it has been logged")
+            return _error(body)
         except DatabaseError as error:
             logger.error("database unavailable: %s", one_line(error))
             return _error(errors.database_unavailable(error))

@@ -9,7 +9,7 @@ import pydantic
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError
+from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError, ProgrammingError
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 
@@ -134,6 +134,12 @@ def conflict(request, exc: IntegrityError):
 def database_down(request, exc: DatabaseError):
     logger.error("database unavailable: %s", one_line(exc))
     return _answer(request, errors.database_unavailable(exc), 503)
+
+
+@api.exception_handler(ProgrammingError)
+def programming_error(request, exc: ProgrammingError):
+    body = errors.not_migrated(exc)
+    return _answer(request, body, 503) if body else unexpected(request, exc)
 
 
 @api.exception_handler(Exception)

@@ -100,6 +100,9 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
+# Never redirected to HTTPS: a load balancer's readiness probe reaches the backend over plain HTTP,
+# usually without X-Forwarded-Proto, and a 301 there reads as "unhealthy". The answer holds counts.
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]
 if not DEBUG:
     # Production is served over HTTPS, usually by a proxy that terminates TLS and says so in
     # X-Forwarded-Proto. `manage.py check --deploy` is clean with these defaults.

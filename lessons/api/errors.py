@@ -9,6 +9,7 @@ import logging
 
 import pydantic
 from django.core.exceptions import ValidationError as DjangoValidationError
+from psycopg import errors as pg_errors
 
 from lessons.error_text import first_line, unreadable_json
 
@@ -110,6 +111,17 @@ def database_unavailable(error: Exception) -> dict:
 def unstorable_value(error: Exception) -> dict:
     """A DataError: the schemas refuse what they know the database refuses; this is the backstop (422)."""
     return error_body(f"body: a value the database cannot store ({first_line(error)})")
+
+
+def not_migrated(error: Exception) -> dict | None:
+    """A ProgrammingError from a table or column the code has and the database lacks: the service
+    runs before `migrate` did (a deploy's order). The answer is a 503 saying so (the log names the
+    relation), not an internal error; None for any other ProgrammingError, which is a bug."""
+    if not isinstance(error.__cause__, (pg_errors.UndefinedTable, pg_errors.UndefinedColumn)):
+        return None
+    logger.error("the database is not migrated to this version of the code: %s", first_line(error))
+    return error_body("the database is not migrated to this version of the service; an operator must run "
+                      "`python manage.py migrate`")
 
 
 def conflict(error: Exception) -> dict:

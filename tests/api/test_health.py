@@ -1,7 +1,9 @@
 import pytest
 from django.db import connection
+from django.db.migrations.recorder import MigrationRecorder
 
 from lessons.embedding import get_embedding_backend, warm_up
+from lessons.selectors import health
 from lessons.services.api_keys import api_key_create
 from lessons.services.lessons import lesson_create
 from tests.api.conftest import JsonClient
@@ -52,6 +54,31 @@ def test_database_down_is_503_with_a_reason(team, caplog):
     assert any("memory_store_no_such_database" in line and "\n" not in line for line in logged), logged
     assert listing.status_code == 503
     assert "database is unavailable" in listing.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_new_code_on_an_unmigrated_database_is_not_ready_and_says_to_migrate(team, monkeypatch, caplog):
+    """A deploy that starts the new code before `migrate`: health said ready, and reads of the new
+    column were 500s ("internal error (ProgrammingError)")."""
+    _, raw_key = api_key_create(team=team, name="agent")
+    lesson = lesson_create(team=team, title="Index foreign keys")
+    monkeypatch.setattr(health, "_migrated", False)
+    latest = MigrationRecorder.Migration.objects.filter(app="lessons").latest("id")
+    with connection.cursor() as cursor:  # a column the code reads and the schema lacks (rolled back)
+        cursor.execute("ALTER TABLE lessons_lesson RENAME COLUMN imported_digest TO not_yet")
+    latest.delete()
+
+    probe = JsonClient().get("/health")
+    assert probe.status_code == 503
+    assert probe.json()["ready"] is False and probe.json()["status"] == "unavailable"
+    assert probe.json()["reason"] == ("the database is not migrated to this version of the code (1 migration(s) "
+                                      "to apply): run `python manage.py migrate`")
+    read = JsonClient(raw_key).get(f"/lessons/{lesson.pk}")
+    assert read.status_code == 503
+    assert read.json()["detail"] == ("the database is not migrated to this version of the service; an operator "
+                                     "must run `python manage.py migrate`")
+    assert "imported_digest" in caplog.text  # the log names what is missing; the answer does not
+    assert "imported_digest" not in read.content.decode()
 
 
 @pytest.mark.django_db

@@ -14,7 +14,8 @@ from urllib.parse import quote
 import anyio
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import DataError, IntegrityError, connection, connections
+from django.db import DataError, IntegrityError, ProgrammingError, connection, connections
+from psycopg import errors as pg_errors
 from mcp import Client, StdioServerParameters
 
 from lessons.api.tools import AGENT_TOOLS
@@ -274,6 +275,31 @@ def test_listing_tools_answer_people_and_every_panic_attack_without_labels(team)
     listed = _payload(panics)
     assert listed["total"] == 1 and [m["id"] for m in listed["results"]] == [panic.pk]
     assert "relevance" not in listed["results"][0] and "score" not in listed["results"][0]
+
+
+def _not_migrated() -> ProgrammingError:
+    error = ProgrammingError('column "imported_digest" does not exist')
+    error.__cause__ = pg_errors.UndefinedColumn('column "imported_digest" does not exist')
+    return error
+
+
+@pytest.mark.parametrize("error, words", [
+    # new code on an old schema: the tools said "the database is unavailable", as for an outage
+    (_not_migrated(), "the database is not migrated to this version of the service"),
+    (ProgrammingError("syntax error at or near"), "internal error (ProgrammingError)"),
+])
+def test_a_schema_behind_the_code_says_to_migrate(team, monkeypatch, error, words):
+    def refused(**fields):
+        raise error
+
+    monkeypatch.setattr("lessons.api.operations.memory_services.memory_create", refused)
+
+    async def session(client):
+        return await client.call_tool("store_memory", {"content": "Met Ana"})
+
+    result = _run(session)(team)
+    assert result.is_error and _payload(result)["detail"].startswith(words)
+    assert "imported_digest" not in _payload(result)["detail"]
 
 
 @pytest.mark.parametrize("error, words", [

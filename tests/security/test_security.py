@@ -92,6 +92,8 @@ def test_the_https_redirect_keeps_a_posts_method(settings):
     settings.SECURE_SSL_REDIRECT = True
     posted = Client().post("/api/v1/search", "{}", content_type="application/json")
     assert posted.status_code == 308 and posted["Location"] == "https://testserver/api/v1/search"
-    assert Client().get("/api/v1/health").status_code == 301  # a GET may keep Django's 301
+    assert Client().get("/api/v1/lessons").status_code == 301  # a GET may keep Django's 301
+    # ... but a load balancer's probe over plain HTTP gets its answer, not a redirect
+    assert Client().get("/api/v1/health").status_code in (200, 503)
     secure = Client().post("/api/v1/search", "{}", content_type="application/json", secure=True)
     assert secure.status_code == 401  # over HTTPS it is answered (here: no key)
