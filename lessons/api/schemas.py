@@ -5,6 +5,7 @@ and no schema has an embedding field, so vectors never leave the server.
 The agent tools (`GET /tools`, MCP) are generated from these same input classes.
 """
 
+import re
 import typing
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
@@ -30,7 +31,7 @@ from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
 from lessons.services.common import normalise_names, normalise_terms, normalise_text
-from lessons.text import clean_name, is_visible
+from lessons.text import clean_identifier, clean_name, is_visible
 
 # Bounds on free text, so a runaway agent cannot store a megabyte in one field.
 MAX_TEXT_CHARS = 20_000
@@ -284,6 +285,24 @@ def _refuse_blank_items(values: list | None) -> None:
         raise ValueError("a blank value matches nothing; leave the parameter out instead")
 
 
+def _words_given(text: str | None) -> str | None:
+    """`?text=` or `?text=%20`: every row was listed, as if the filter were left out."""
+    if text is not None and not is_visible(text):
+        raise ValueError("a blank value matches nothing; leave the parameter out instead")
+    return text
+
+
+def _identifier_as_stored(value: str | None) -> str | None:
+    """An external id is stored trimmed (lessons.text.clean_identifier): `?external_id=%20dup-1%20`
+    found nothing, and a blank one nothing either, without saying why."""
+    if value is None:
+        return None
+    identifier = clean_identifier(value)
+    if identifier is None:
+        raise ValueError("a blank value matches nothing; leave the parameter out instead")
+    return identifier
+
+
 def _lowercase(values):
     """Query-string terms as stored ones are: trimmed, lowercase."""
     terms = [values] if isinstance(values, str) else values
@@ -295,20 +314,23 @@ def _lowercase(values):
 
 
 def _every_word(text: str | None, *fields: str) -> Q:
-    """Each word of `text` in one of `fields` (a substring, any case): "row security" finds
-    "Row-level security" as the words are, not only as the phrase."""
+    """Each word of `text` in one of `fields`, in any case, as a whole word (no letter or digit
+    touching it, as the person search reads a name): "row security" finds "Row-level security" as
+    the words are, not only as the phrase, and "art" no longer finds "heart" or "party"."""
     condition = Q()
     for word in normalise_text(text or "").split():
+        whole_word = r"(?<![[:alnum:]_])" + re.escape(word) + r"(?![[:alnum:]_])"
         either = Q()
         for name in fields:
-            either |= Q(**{f"{name}__icontains": word})
+            either |= Q(**{f"{name}__iregex": whole_word})
         condition &= either
     return condition
 
 
 class LessonFilters(FilterSchema):
     text: str | None = Field(
-        None, max_length=MAX_QUERY_CHARS, description="Words in the title or description (each of them, any order)."
+        None, max_length=MAX_QUERY_CHARS,
+        description="Words in the title or description (each of them, whole words, any case and order).",
     )
     status: Annotated[LessonStatusName | None, FilterLookup("status")] = None
     category: Annotated[str | None, FilterLookup("category")] = None
@@ -319,6 +341,8 @@ class LessonFilters(FilterSchema):
 
     _lowercase_terms = field_validator("category", "tech_stack", "project_type", "tag")(_lowercase)
     _no_nul = field_validator("*")(_refuse_nul)
+    _words = field_validator("text")(_words_given)
+    _identifier = field_validator("external_id")(_identifier_as_stored)
 
     def filter_text(self, value: str | None) -> Q:
         return _every_word(value, "title", "description")
@@ -394,7 +418,8 @@ class MemoryPatch(StrictIn):
 
 class MemoryFilters(FilterSchema):
     text: str | None = Field(
-        None, max_length=MAX_QUERY_CHARS, description="Words in the content or details (each of them, any order)."
+        None, max_length=MAX_QUERY_CHARS,
+        description="Words in the content or details (each of them, whole words, any case and order).",
     )
     category: Annotated[list[str] | None, FilterLookup("categories__overlap")] = None
     person: list[str] | None = Field(None, description="Names one of these people (any case).")
@@ -404,6 +429,8 @@ class MemoryFilters(FilterSchema):
 
     _lowercase_terms = field_validator("category", "emotion")(_lowercase)
     _no_nul = field_validator("*")(_refuse_nul)
+    _words = field_validator("text")(_words_given)
+    _identifier = field_validator("external_id")(_identifier_as_stored)
 
     @field_validator("person")
     @classmethod

@@ -110,6 +110,11 @@ def test_a_search_from_past_year_9999_in_utc_is_refused_by_name(api):
     # the search's filter and the by-person lookup matched nothing without saying why
     ("post", "/search", {"query": "x", "kind": "memories", "filters": {"people": ["-"]}}, "filters.people.0"),
     ("get", "/memories/by-person", {"name": "-"}, "name"),
+    # a blank text listed every row; a blank external id matched none, without a word
+    ("get", "/memories", {"text": "  "}, "text"),
+    ("get", "/lessons", {"text": ""}, "text"),
+    ("get", "/memories", {"external_id": " "}, "external_id"),
+    ("get", "/lessons", {"external_id": ""}, "external_id"),
     ("get", "/lessons/patterns", {"feature": "  "}, "feature"),
     ("get", "/lessons/relevant", {"project_type": " "}, "project_type"),
     ("get", "/lessons/relevant", {"phase": " "}, "phase"),

@@ -187,3 +187,25 @@ def test_a_person_without_a_letter_or_digit_is_refused_and_the_stored_people_sta
     created = api.post("/memories", {"content": "Met someone", "people": ["Ann", "-"]})
     assert [error["field"] for error in created.json()["errors"]] == ["people.1"]
     assert Memory.objects.filter(team=team).count() == 1
+
+
+def test_the_text_filter_matches_whole_words(api, team):
+    # a part of a word matched: "art" listed heart, party and start
+    art = memory_create(team=team, content="Saw the Monet exhibition; art makes Ana calm")
+    memory_create(team=team, content="Heart racing at the party start")
+    cpp = memory_create(team=team, content="Learning C++ with Tom", details="Row-level notes")
+
+    def listed(text):
+        return [item["id"] for item in api.get("/memories", {"text": text}).json()["items"]]
+
+    assert listed("art") == [art.pk]
+    assert listed("ART calm") == [art.pk]
+    assert listed("c++") == [cpp.pk] and listed("row notes") == [cpp.pk]
+    assert listed("ar") == []
+
+
+def test_the_external_id_filter_reads_the_id_as_it_is_stored(api, team):
+    stored = api.post("/memories", {"content": "Met Ana", "external_id": " dup-1 "}).json()
+    assert stored["external_id"] == "dup-1"
+    found = api.get("/memories", {"external_id": " dup-1 "}).json()["items"]
+    assert [item["id"] for item in found] == [stored["id"]]
