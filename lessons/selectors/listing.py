@@ -43,6 +43,13 @@ def memory_get(*, team: Team, memory_id: int) -> Memory:
 
 
 def memory_versions(*, memory: Memory) -> list[Memory]:
-    """The memory as it stands and every earlier text of it, newest first."""
+    """The memory as it stands and every earlier text of it, newest first, each with `written_at`
+    (when its text became the memory's) and `replaced_at` (when a later one replaced it; None for
+    the current text). The current row's own dates are the memory's: `created_at` its creation,
+    `updated_at` its last change of any field, neither when its text was written."""
     earlier = list(memory.previous_versions.defer("embedding", "search_vector").order_by("-version"))
+    for version in earlier:  # archived with created_at = written, updated_at = replaced
+        version.written_at, version.replaced_at = version.created_at, version.updated_at
+    memory.written_at = earlier[0].updated_at if earlier else memory.created_at
+    memory.replaced_at = None
     return [memory, *earlier]

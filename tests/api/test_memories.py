@@ -163,6 +163,14 @@ def test_a_version_is_dated_when_its_text_was_written_not_at_a_later_edit(api, t
     assert versions[1].created_at == written
     assert versions[2].created_at == second_written  # when "Second text" replaced the first
     assert versions[2].updated_at > versions[2].created_at
+    # over the API too: the current text's date was the memory's creation, with no way to read
+    # when it was written; a later change of people does not move it
+    third_written = versions[2].updated_at
+    api.patch(f"/memories/{memory.pk}", {"importance": 9})
+    listed = api.get(f"/memories/{memory.pk}/versions").json()
+    dated = [(v["version"], _moment(v["written_at"]), v["replaced_at"] and _moment(v["replaced_at"])) for v in listed]
+    third, second = _to_ms(third_written), _to_ms(second_written)  # the API writes milliseconds
+    assert dated == [(3, third, None), (2, second, third), (1, written, second)]
 
 
 @pytest.mark.parametrize("typed", ["İlker", "ilker", "İLKER", "Ilker"])
@@ -209,3 +217,13 @@ def test_the_external_id_filter_reads_the_id_as_it_is_stored(api, team):
     assert stored["external_id"] == "dup-1"
     found = api.get("/memories", {"external_id": " dup-1 "}).json()["items"]
     assert [item["id"] for item in found] == [stored["id"]]
+
+
+def _moment(text):
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _to_ms(moment):
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
