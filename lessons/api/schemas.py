@@ -382,8 +382,9 @@ class MemoryOut(ModelSchema):
 
 class MemoryVersionOut(ModelSchema):
     is_current: bool
-    written_at: datetime = Field(description="When this text became the memory's (for the current one: the edit "
-                                             "that made it current; a change of people or importance does not move it).")
+    written_at: datetime = Field(description=(
+        "When this text became the memory's (for the current one: the edit that made it current; a "
+        "change of people or importance does not move it)."))
     replaced_at: datetime | None = Field(description="When a later text replaced it; null for the current text.")
 
     class Meta:
