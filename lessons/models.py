@@ -13,7 +13,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Func, Q
 from django.utils.text import Truncator
@@ -23,6 +23,11 @@ EMBEDDING_DIMENSIONS = 384
 # A lesson's frequency is a PostgreSQL integer; sums (merges, same-title rows in a search) stop here.
 MAX_FREQUENCY = 2**31 - 1
 SHORT_TERM_LENGTH = 64
+# A text field's most characters (a lesson's description, context, recommendation; a memory's
+# content and details), checked by every writer: the API's schemas, and the services' full_clean
+# for the imports and the admin (an import once stored a 50-million-character description).
+MAX_TEXT_CHARS = 20_000
+long_text_validator = MaxLengthValidator(MAX_TEXT_CHARS)
 # The columns search filters read (lessons/search/filters.py), carried by each kind's covering
 # index: the BM25 leg checks the filter row by row as it walks its heads, and at 300,000 lessons
 # fetching each row from the table instead took a filtered search's p95 from 80.6 to 100.5 ms.
@@ -211,9 +216,9 @@ class Lesson(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="lessons")
     external_id = models.CharField(max_length=200, null=True, blank=True)
     title = models.CharField(max_length=300)
-    description = models.TextField(blank=True, default="")
-    context = models.TextField(blank=True, default="")
-    recommendation = models.TextField(blank=True, default="")
+    description = models.TextField(blank=True, default="", validators=[long_text_validator])
+    context = models.TextField(blank=True, default="", validators=[long_text_validator])
+    recommendation = models.TextField(blank=True, default="", validators=[long_text_validator])
     category = models.CharField(
         max_length=SHORT_TERM_LENGTH,
         default=LessonCategory.WORKFLOW,
@@ -293,8 +298,8 @@ class Memory(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memories")
     external_id = models.CharField(max_length=200, null=True, blank=True)
-    content = models.TextField(help_text="The short form.")
-    details = models.TextField(blank=True, default="", help_text="The full form.")
+    content = models.TextField(help_text="The short form.", validators=[long_text_validator])
+    details = models.TextField(blank=True, default="", help_text="The full form.", validators=[long_text_validator])
     categories = short_terms_field(help_text="person, emotion, interest, event, ... (extensible)")
     importance = models.PositiveSmallIntegerField(
         default=5, validators=[MinValueValidator(1), MaxValueValidator(10)]

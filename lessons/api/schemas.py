@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from lessons.models import MAX_FREQUENCY, Lesson, Memory, short_term_validator
+from lessons.models import MAX_FREQUENCY, MAX_TEXT_CHARS, Lesson, Memory, short_term_validator
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
@@ -34,7 +34,6 @@ from lessons.services.common import normalise_names, normalise_terms, normalise_
 from lessons.text import clean_identifier, clean_name, is_visible
 
 # Bounds on free text, so a runaway agent cannot store a megabyte in one field.
-MAX_TEXT_CHARS = 20_000
 MAX_TERM_CHARS = 64
 MAX_TERMS = 50
 MAX_ID = 2**63 - 1  # PostgreSQL bigint: a larger id is refused as input, never a database error

@@ -20,7 +20,7 @@ from django.db import DataError, IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
 from lessons.error_text import first_line, unreadable_json
-from lessons.models import Lesson, LessonMerge, Memory, MemoryMerge, Team
+from lessons.models import MAX_TEXT_CHARS, Lesson, LessonMerge, Memory, MemoryMerge, Team
 from lessons.services import lessons as lesson_services
 from lessons.services.common import normalise_text
 from lessons.services import memories as memory_services
@@ -76,6 +76,8 @@ def _text(data: dict, name: str, *, required: bool = False, default: str = "") -
         return default
     if not isinstance(value, str):
         raise LineError(f"{name}: expected a string, got {_json_type(value)}")
+    if len(value) > MAX_TEXT_CHARS:  # before any cleaning: a 50 MB text took 7 GB on its way to the model check
+        raise LineError(f"{name}: at most {MAX_TEXT_CHARS} characters, as over the API (this one has {len(value):,})")
     _storable_text(name, value)
     if required and not value.strip():
         raise LineError(f"{name}: this field is required")

@@ -213,3 +213,18 @@ def test_a_line_without_an_external_id_merged_away_is_not_created_again():
     assert (again.created, again.merged_away) == (0, 1)
     assert dict(again.notes)[2] == f"merged into lesson #{kept.pk} by a curator; not created again"
     assert Lesson.objects.count() == 1
+
+
+def test_a_text_longer_than_the_api_allows_is_one_bad_line_in_either_import():
+    # an import stored a 50-million-character description the API would refuse (422 over 20,000)
+    too_long = "x" * 20_001
+    report = import_lessons(lines=jsonl({"external_id": "l-1", "title": "Long", "description": too_long},
+                                        {"external_id": "l-2", "title": "Short", "description": "x" * 20_000}),
+                            team_slug="t", create_team=True)
+    assert report.errors == [(1, "description: at most 20000 characters, as over the API (this one has 20,001)")]
+    assert list(Lesson.objects.values_list("external_id", flat=True)) == ["l-2"]
+    report = import_memories(lines=jsonl({"content": "Met Ana", "history": [{"content": too_long}]},
+                                         {"content": too_long}), team_slug="me", create_team=True)
+    assert [number for number, _ in report.errors] == [1, 2]
+    assert report.errors[0][1].startswith("history[1].content: at most 20000 characters")
+    assert not Memory.objects.exists()

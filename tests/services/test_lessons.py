@@ -101,3 +101,11 @@ def test_a_delete_locks_the_row_and_a_lesson_merged_away_meanwhile_is_said_gone(
     curation_services.lesson_merge(keep=kept, merged=[merged])
     assert lesson_services.lesson_delete_many(lessons=selected) == 1  # the merged one is gone already
     assert list(Lesson.objects.values_list("pk", flat=True)) == [kept.pk]
+
+
+@pytest.mark.parametrize("field", ["description", "context", "recommendation"])
+def test_a_lessons_long_texts_are_held_to_the_apis_limit(team, field):
+    with pytest.raises(ValidationError) as refused:
+        lesson_services.lesson_create(team=team, title="Long", **{field: "x" * 20_001})
+    assert field in refused.value.message_dict
+    assert not Lesson.objects.exists()

@@ -147,3 +147,15 @@ def test_a_delete_of_a_memory_merged_away_meanwhile_says_it_is_gone(team):
     memory_delete(memory=memory)
     with pytest.raises(Memory.DoesNotExist, match="deleted or merged meanwhile"):
         memory_delete(memory=stale)
+
+
+def test_every_writer_is_held_to_the_texts_limit(team):
+    # the services check it for the imports and the admin, as the API's schemas do
+    with pytest.raises(ValidationError) as refused:
+        memory_create(team=team, content="x" * 20_001)
+    assert "content" in refused.value.message_dict
+    memory = memory_create(team=team, content="Short")
+    with pytest.raises(ValidationError) as refused:
+        memory_update(memory=memory, details="y" * 20_001)
+    assert "details" in refused.value.message_dict
+    assert Memory.objects.get(pk=memory.pk).details == ""
