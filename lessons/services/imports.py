@@ -401,12 +401,15 @@ def _read_json(raw_line: str):
 
 def _import_one_line(import_one: Callable[..., str], *, team: Team, data: dict):
     """One line in its own transaction. Another import storing the same external_id at the same
-    moment makes this one's insert fail on the unique constraint: once that writer has committed,
-    the line is an update (or unchanged), so it is tried once more."""
+    moment makes this one's create fail: on the unique constraint, or, when that writer committed
+    between this line's lookup and its create, on the services' own check of the id. Either way
+    the row is there now and the line is an update (or unchanged), so it is tried once more."""
     try:
         with transaction.atomic():
             return import_one(team=team, data=data)
-    except IntegrityError as error:
+    except (IntegrityError, ValidationError) as error:
+        if isinstance(error, ValidationError) and "external_id" not in getattr(error, "message_dict", {}):
+            raise
         try:
             with transaction.atomic():
                 return import_one(team=team, data=data)
@@ -430,7 +433,9 @@ def _import_into_team(*, lines, team_slug: str, create_team: bool, kind: str, im
     existed = Team.objects.filter(slug=(team_slug or "").strip()).exists()
     team = team_for_slug(slug=team_slug, create=create_team)
     report = _import_lines(lines=lines, team=team, kind=kind, import_one=import_one)
-    if not existed and not (report.created or report.updated or report.unchanged):
+    nothing_in = not (report.created or report.updated or report.unchanged)
+    # ... and nothing another writer put in meanwhile (a second import with --create-team at once)
+    if not existed and nothing_in and not (team.lessons.exists() or team.memories.exists()):
         team.delete()
         report.team_removed = True
     return report

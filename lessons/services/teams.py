@@ -41,7 +41,14 @@ def team_for_slug(*, slug: str, create: bool = False, name: str | None = None) -
     except TeamError:
         if not create:
             raise
-    return team_create(slug=slug, name=name)
+    try:
+        return team_create(slug=slug, name=name)
+    except TeamError:
+        # created by another writer since the lookup (two imports with --create-team at once)
+        created_meanwhile = Team.objects.filter(slug=(slug or "").strip()).first()
+        if created_meanwhile is None:
+            raise
+        return created_meanwhile
 
 
 def _create_hint(slug: str) -> str:

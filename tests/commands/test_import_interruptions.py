@@ -132,6 +132,24 @@ def test_a_row_another_import_stored_at_the_same_moment_is_updated_not_a_traceba
     assert Lesson.objects.get(external_id="r-1").title == "From this import"
 
 
+def test_a_row_another_import_committed_after_this_lines_lookup_is_updated(tmp_path, team, monkeypatch):
+    """The other import committed between this line's lookup and its create: the services' own
+    check of the id refused the create, and two imports of one file at once both failed lines."""
+    Lesson.objects.create(team=team, external_id="r-1", title="Stored by the other import")
+    real_find = imports._find_existing
+    calls = []
+
+    def not_yet_visible(queryset, **lookup):
+        calls.append(lookup["external_id"])
+        return None if len(calls) == 1 else real_find(queryset, **lookup)
+
+    monkeypatch.setattr(imports, "_find_existing", not_yet_visible)
+    out, _ = run("import_lessons", jsonl(tmp_path, [{"external_id": "r-1", "title": "From this import"}]),
+                 team=team.slug)
+    assert "0 created, 1 updated, 0 unchanged, 0 failed" in out
+    assert Lesson.objects.get(external_id="r-1").title == "From this import"
+
+
 def test_nothing_imported_is_not_called_the_others(tmp_path):
     with pytest.raises(CommandError, match=r"2 line\(s\) could not be imported; no line was\.") as raised:
         run("import_lessons", jsonl(tmp_path, [["a list"], {"title": 5}]), team="acme", create_team=True)

@@ -115,3 +115,19 @@ def test_an_old_capitalised_team_can_still_be_edited_but_not_given_a_new_capital
     assert response.status_code == 200 and "Use lowercase letters" in response.content.decode()
     response = admin_client.post(page, {"slug": "acme", "name": "Acme Corporation"})  # its own slug, lowercased
     assert response.status_code == 302 and Team.objects.get(pk=legacy_team.pk).slug == "acme"
+
+
+def test_a_team_another_writer_created_since_the_lookup_is_used(db, monkeypatch):
+    # two imports with --create-team at once: the second said "a team with slug ... already exists"
+    from lessons.services import teams
+
+    real_named = teams.team_named
+
+    def not_there_yet(**kwargs):
+        Team.objects.create(slug="acme", name="acme")  # the other import's create, just committed
+        monkeypatch.setattr(teams, "team_named", real_named)
+        raise TeamError("no team with slug 'acme'")
+
+    monkeypatch.setattr(teams, "team_named", not_there_yet)
+    assert team_for_slug(slug="acme", create=True) == Team.objects.get(slug="acme")
+    assert Team.objects.count() == 1
