@@ -88,6 +88,7 @@ def test_one_size_writes_one_object(bench_team, tmp_path):
         ({"lessons": 100, "embed_sample": 50, "noise": 0}, "--noise"),
         ({"lessons": 100, "noise": 5}, "--noise must be between 0 and 1"),  # without --embed-sample too
         ({"queries": 0}, "--queries"),
+        ({"modes": "hybrid,bogus"}, "--modes: unknown mode\\(s\\) bogus"),  # after the build, with a traceback
         ({"json_path": "/nonexistent-bench-dir/figures.json"}, "does not exist"),
     ],
 )

@@ -36,6 +36,7 @@ from tqdm import tqdm
 
 from lessons.embedding import get_embedding_backend
 from lessons.management.commands._json_output import checked_json_path, write_json
+from lessons.management.commands._modes_option import DEFAULT_MODES, modes_from_option
 from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, search
 from lessons.services.embeddings import embedding_refresh
@@ -115,7 +116,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--queries", type=int, default=300, help="searches per mode")
         parser.add_argument("--limit", type=int, default=10)
-        parser.add_argument("--modes", default="hybrid,semantic,text")
+        parser.add_argument("--modes", default=DEFAULT_MODES, help="Comma-separated search modes.")
         parser.add_argument("--batch-size", type=int, default=64)
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument(
@@ -130,7 +131,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         sizes = _parse_sizes(options["lessons"])
-        modes = [m.strip() for m in options["modes"].split(",") if m.strip()]
+        modes = modes_from_option(options["modes"])
         sample = options["embed_sample"]
         if options["queries"] < 1:
             raise CommandError("--queries must be at least 1")

@@ -18,21 +18,11 @@ from lessons.evaluation.graded import evaluate_graded, graded_set_load, graded_t
 from lessons.evaluation.loading import dataset_load, evaluation_teams_drop, scope_value
 from lessons.evaluation.runner import evaluate
 from lessons.management.commands._json_output import checked_json_path, write_json
-from lessons.search import FUSIONS, KINDS, MODES
+from lessons.management.commands._modes_option import DEFAULT_MODES, modes_from_option
+from lessons.search import FUSIONS, KINDS
 from lessons.search.engine import search_leg_limit
 
 WEIGHT_NAMES = ("semantic", "keyword", "quality")
-
-
-DEFAULT_MODES = "hybrid,semantic,text"
-
-
-def _modes(value: str) -> list[str]:
-    modes = [mode.strip() for mode in value.split(",") if mode.strip()]
-    unknown = [mode for mode in modes if mode not in MODES]
-    if unknown or not modes:
-        raise CommandError(f"--modes: unknown mode(s) {', '.join(unknown) or '(none)'}; use {', '.join(MODES)}")
-    return list(dict.fromkeys(modes))
 
 
 def _weights(value: str | None) -> dict[str, float] | None:
@@ -92,7 +82,7 @@ class Command(BaseCommand):
             raise CommandError(f"--fusion: {fusion!r} is not one of {', '.join(FUSIONS)}")
         if max_queries is not None and max_queries < 1:
             raise CommandError("--max-queries: expected a positive number")
-        mode_list = _modes(modes)
+        mode_list = modes_from_option(modes)
         weight_map = _weights(weights)
         json_path = checked_json_path(json_path)  # found out before the evaluation runs, not after it
         if is_graded_set(Path(dataset_dir)):

@@ -1,0 +1,17 @@
+"""`--modes hybrid,semantic,text`: the search modes a measuring command runs, checked before it
+loads or builds anything (bench_search found a bad mode after building a 10,000-lesson team,
+and then with a traceback)."""
+
+from django.core.management.base import CommandError
+
+from lessons.search import MODES
+
+DEFAULT_MODES = "hybrid,semantic,text"
+
+
+def modes_from_option(value: str) -> list[str]:
+    modes = [mode.strip() for mode in value.split(",") if mode.strip()]
+    unknown = [mode for mode in modes if mode not in MODES]
+    if unknown or not modes:
+        raise CommandError(f"--modes: unknown mode(s) {', '.join(unknown) or '(none)'}; use {', '.join(MODES)}")
+    return list(dict.fromkeys(modes))
