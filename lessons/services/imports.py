@@ -372,7 +372,7 @@ def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], te
                 report.errors.append((number, "the lines end in CR alone (classic Mac line ends); save the file "
                                               "with LF (or CRLF) line ends"))
                 continue
-            report.errors.append((number, f"broken JSON: {error.msg} (column {error.colno})"))
+            report.errors.append((number, _broken_json(error, raw_line)))
             continue
         except (LineError, ValidationError, TypeError, ValueError) as error:
             report.errors.append((number, _describe(error)))
@@ -386,6 +386,16 @@ def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], te
             outcome, note = outcome
             report.notes.append((number, note))
         setattr(report, outcome, getattr(report, outcome) + 1)
+
+
+def _broken_json(error: json.JSONDecodeError, raw_line: str) -> str:
+    """Where the line's JSON breaks. A line that ends before its JSON does (a file cut short, an
+    object never closed) is said so: the parser's position was past the line's end, "column 1"
+    of a next line the file does not have."""
+    line = raw_line.rstrip("\r\n")
+    if error.pos >= len(line):
+        return f"broken JSON: the line ends before its JSON does ({error.msg}; a file cut short?)"
+    return f"broken JSON: {error.msg} (column {error.colno})"
 
 
 def _read_json(raw_line: str):

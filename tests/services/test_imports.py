@@ -228,3 +228,12 @@ def test_a_text_longer_than_the_api_allows_is_one_bad_line_in_either_import():
     assert [number for number, _ in report.errors] == [1, 2]
     assert report.errors[0][1].startswith("history[1].content: at most 20000 characters")
     assert not Memory.objects.exists()
+
+
+def test_broken_json_says_where_or_that_the_line_ends_too_soon():
+    # a cut-off object was reported at "column 1", a position on the next line
+    report = import_lessons(lines=['{"external_id": "m-1", "title": "x"\n', '{"title": "x",, "a": 1}\n'],
+                            team_slug="t", create_team=True)
+    reasons = dict(report.errors)
+    assert reasons[1].startswith("broken JSON: the line ends before its JSON does")
+    assert reasons[2] == "broken JSON: Expecting property name enclosed in double quotes (column 15)"
