@@ -182,3 +182,15 @@ def test_a_misspelt_section_of_a_graded_set_is_refused_not_skipped(tmp_path):
     (tmp_path / "set" / "queries.json").write_text(json.dumps(spec))
     with pytest.raises(CommandError, match=r"unknown section\(s\) 'grades'; the sections are graded, exact"):
         run(tmp_path / "set")
+
+
+@pytest.mark.django_db
+def test_a_key_a_graded_entry_does_not_use_is_said_on_stderr(tmp_path):
+    shutil.copytree(FIXTURES / "graded_tiny", tmp_path / "set")
+    spec = json.loads((tmp_path / "set" / "queries.json").read_text())
+    spec["graded"][0]["need_in_top_5"] = 1  # a misspelt key beside the real one
+    (tmp_path / "set" / "queries.json").write_text(json.dumps(spec))
+    out, err = StringIO(), StringIO()
+    call_command("eval_retrieval", str(tmp_path / "set"), "--modes", "text", stdout=out, stderr=err)
+    assert "note: " in err.getvalue() and "graded[0]: key(s) 'need_in_top_5' not read" in err.getvalue()
+    assert "nDCG@5" in out.getvalue()  # the run goes on

@@ -50,14 +50,18 @@ def _broken(tmp_path: Path, change) -> Path:
     "change, message",
     [
         (lambda s: s["graded"][0].update(need_in_top5=2), r"graded\[0\]: need_in_top5 must be 1..1"),
-        (lambda s: s["graded"][1].update(need_in_top5=True), r"graded\[1\]: `need_in_top5` must be a int"),
+        (lambda s: s["graded"][1].update(need_in_top5=True), r"graded\[1\]: `need_in_top5` must be a whole number"),
+        (lambda s: s["graded"][1].pop("need_in_top5"), r"graded\[1\]: `need_in_top5` is missing"),
+        # a blank query was loaded and scored 0 in every mode
+        (lambda s: s["graded"][1].update(query="  "), r"graded\[1\]: `query` is blank"),
         (lambda s: s["graded"][0].update(relevant="g3"), r"graded\[0\].relevant: expected a non-empty list"),
-        (lambda s: s["graded"][2].pop("query"), r"graded\[2\]: `query` must be a str"),
+        (lambda s: s["graded"][2].pop("query"), r"graded\[2\]: `query` is missing"),
+        (lambda s: s["graded"][2].update(query=5), r"graded\[2\]: `query` must be a text"),
         (lambda s: s["graded"][2].update(relevant=["g99"]), r"graded\[2\].relevant: not an external_id .*: g99"),
         (lambda s: s["graded"].append(dict(s["graded"][0])), r"graded\[3\]: query 'hash passwords with argon2id' "
                                                             r"is already graded\[0\]"),
         (lambda s: s["exact"][0].update(all_of=[]), r"exact\[0\].all_of: expected a non-empty list"),
-        (lambda s: s["exact"].__setitem__(1, "nodejs"), r"exact\[1\]: `query` must be a str"),
+        (lambda s: s["exact"].__setitem__(1, "nodejs"), r"exact\[1\]: expected an object"),
         (lambda s: s["feature"][0].update(top=0), r"feature\[0\]: top must be 1..2"),
         (lambda s: s["never"][0].update(forbidden=["x1"]), r"never\[0\].forbidden: not an external_id .*: x1"),
         (lambda s: s.update(never={"query": "q"}), r"`never` must be a list"),
@@ -67,6 +71,15 @@ def _broken(tmp_path: Path, change) -> Path:
 def test_a_broken_queries_file_names_the_entry_at_fault(tmp_path, change, message):
     with pytest.raises(DatasetError, match=message):
         read_graded_set(_broken(tmp_path, change))
+
+
+def test_a_key_the_reader_does_not_know_is_said_not_refused(tmp_path):
+    # an annotation beside an entry is fine; a misspelt key passed unseen
+    graded_set = read_graded_set(_broken(tmp_path, lambda s: s["never"][0].update(forbiden=["x1"], why="seed")))
+    assert graded_set.notes == (
+        f"{tmp_path / 'broken' / 'queries.json'}: never[0]: key(s) 'forbiden', 'why' not read "
+        "(an entry is read by query, forbidden)",)
+    assert read_graded_set(TINY).notes == ()
 
 
 def test_unreadable_queries_file(tmp_path):
@@ -191,3 +204,17 @@ def test_drop_and_keyword_exactness_on_a_graded_set():
     assert not first_ids & set(Lesson.objects.filter(team__slug="eval-graded_tiny").values_list("id", flat=True))
     # Every graded, exact and never query, at limits 10 and 100: a small team's leg is the exact scan.
     assert output.count("identical 7/7 (100.0%)") == 4
+
+
+def test_the_tables_star_legend_shows_only_when_a_star_does():
+    from lessons.evaluation.graded import GradedQuery, GradedScores, GradedSet, graded_table
+
+    graded_set = GradedSet(name="set", lessons_path=Path("lessons.jsonl"),
+                           graded=(GradedQuery(query="q", relevant=("a",), need_in_top5=1),))
+
+    def table(met):
+        scores = GradedScores(ndcg_at_5={"q": 1.0 if met else 0.0}, met={"q": met}, latencies_ms=[1.0])
+        return graded_table(graded_set=graded_set, results={"hybrid": scores, "text": scores})
+
+    assert "| q | 1.000 | 1.000 | +0.000 |" in table(True) and "not met" not in table(True)
+    assert "| q | 0.000* | 0.000* | +0.000 |" in table(False) and "(* need_in_top5 not met)" in table(False)

@@ -191,6 +191,8 @@ class Command(BaseCommand):
             graded_set = read_graded_set(directory)
         except DatasetError as error:
             raise CommandError(str(error)) from error
+        for note in graded_set.notes:
+            self.stderr.write(f"note: {note}")
         if drop:
             self.stdout.write(f"dropped {evaluation_teams_drop(dataset_name=graded_set.name)} team(s) of {graded_set.name}")
         try:
