@@ -57,7 +57,7 @@ def main():
         # A database that is down or not migrated: one line saying what to do (command_errors.py).
         from memory_site.command_errors import operator_message
 
-        message = operator_message(error, database_url_set=bool(os.environ.get("DATABASE_URL")))
+        message = operator_message(error, database_url_set=bool(os.environ.get("DATABASE_URL")), command=command)
         if message is None or "--traceback" in sys.argv:
             raise
         sys.stderr.write(f"{command}: {message}\n")

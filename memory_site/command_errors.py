@@ -16,7 +16,11 @@ from psycopg import errors as pg_errors
 from lessons.error_text import first_line
 
 
-def operator_message(error: BaseException, *, database_url_set: bool) -> str | None:
+# Commands that only read: "work committed before the error is kept" means nothing to them.
+READING_COMMANDS = {"search", "list_api_keys", "check", "showmigrations", "sqlmigrate", "dbshell"}
+
+
+def operator_message(error: BaseException, *, database_url_set: bool, command: str = "") -> str | None:
     """One line for an operator, or None when the error is not the operator's to fix."""
     if isinstance(error, ImproperlyConfigured):
         return f"a setting is wrong: {first_line(error)} (see the README's Settings, or .env)"
@@ -32,7 +36,9 @@ def operator_message(error: BaseException, *, database_url_set: bool) -> str | N
     if isinstance(error, (OperationalError, InterfaceError, psycopg.OperationalError)):
         where = ("check that the server DATABASE_URL names is running and accepts this user" if database_url_set
                  else "the embedded server runs from EMBEDDED_POSTGRES_DIR (default .data/postgres)")
-        return (f"the database is unavailable ({reason}); {where}. "
-                "Work committed before the error is kept; a re-run carries on.")
+        message = f"the database is unavailable ({reason}); {where}."
+        if command not in READING_COMMANDS:
+            message += " Work committed before the error is kept; a re-run carries on."
+        return message
     return None
 

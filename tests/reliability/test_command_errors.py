@@ -37,6 +37,10 @@ def test_an_unreachable_server_names_where_to_look():
     assert "DATABASE_URL" in operator_message(error, database_url_set=True)
     assert ".data/postgres" in operator_message(error, database_url_set=False)
     assert "Is the server running" not in operator_message(error, database_url_set=True)  # the first line only
+    # a command that writes keeps its finished work; one that only reads has none to keep
+    assert "Work committed before the error is kept" in operator_message(error, database_url_set=True,
+                                                                          command="import_lessons")
+    assert "committed" not in operator_message(error, database_url_set=True, command="search")
 
 
 def test_the_embedded_servers_own_connection_error_is_explained_too():

@@ -43,8 +43,10 @@ class Command(BaseCommand):
         parser.add_argument("--skip-demo", action="store_true", help="Measure the synthetic lessons only.")
 
     def handle(self, *args, synthetic, batch_size, rounds, seed, skip_demo, **options):
-        if batch_size < 1 or rounds < 1 or synthetic < 0:
-            raise CommandError("--batch-size and --rounds must be at least 1, --synthetic at least 0")
+        for option, value, least in (("--batch-size", batch_size, 1), ("--rounds", rounds, 1),
+                                     ("--synthetic", synthetic, 0)):
+            if value < least:  # the one at fault, with its value
+                raise CommandError(f"{option} must be at least {least}, not {value}")
         backend = get_embedding_backend()
         if backend.unavailable_reason:
             raise CommandError(f"the embedding model is unavailable: {backend.unavailable_reason}")
