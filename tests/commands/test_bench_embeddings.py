@@ -19,7 +19,8 @@ def test_bench_measures_and_cleans_up():
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"batch_size": 0}, "--batch-size must be at least 1, not 0"), ({"rounds": 0}, "--rounds must be at least 1, not 0"),
+    ({"batch_size": 0}, "--batch-size must be at least 1, not 0"),
+    ({"rounds": 0}, "--rounds must be at least 1, not 0"),
     ({"synthetic": -1}, "--synthetic must be at least 0, not -1"),  # the message named all three, no value
 ])
 def test_bench_refuses_bad_numbers_naming_the_one_at_fault(db, options, message):
