@@ -7,10 +7,19 @@ word search. A text in which nothing shows (spaces, controls, format characters 
 zero-width joiner or a soft hyphen) counts as blank: it was stored as an invisible title.
 """
 
+import re
 import unicodedata
 
 # removed wherever they stand; zero-width joiners stay inside a text (emoji and some scripts need them)
 INVISIBLE = dict.fromkeys(map(ord, "\u200b\u2060\ufeff"))
+
+
+# Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, Chinese, Japanese
+# kana): a "whole word" there is a whole run of text, so a word of them is matched as a substring.
+UNSPACED_SCRIPTS = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]"
+)
 
 
 def is_visible(text: str) -> bool:

@@ -31,7 +31,7 @@ from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
 from lessons.services.common import normalise_names, normalise_terms, normalise_text
-from lessons.text import clean_identifier, clean_name, is_visible
+from lessons.text import UNSPACED_SCRIPTS, clean_identifier, clean_name, is_visible
 
 # Bounds on free text, so a runaway agent cannot store a megabyte in one field.
 MAX_TERM_CHARS = 64
@@ -319,9 +319,11 @@ def _every_word(text: str | None, *fields: str) -> Q:
     condition = Q()
     for word in normalise_text(text or "").split():
         whole_word = r"(?<![[:alnum:]_])" + re.escape(word) + r"(?![[:alnum:]_])"
+        # in a script without spaces (東京 in 東京タワーに行った) a whole word is the whole run
+        lookup = ("icontains", word) if UNSPACED_SCRIPTS.search(word) else ("iregex", whole_word)
         either = Q()
         for name in fields:
-            either |= Q(**{f"{name}__iregex": whole_word})
+            either |= Q(**{f"{name}__{lookup[0]}": lookup[1]})
         condition &= either
     return condition
 

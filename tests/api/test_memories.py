@@ -210,6 +210,9 @@ def test_the_text_filter_matches_whole_words(api, team):
     assert listed("ART calm") == [art.pk]
     assert listed("c++") == [cpp.pk] and listed("row notes") == [cpp.pk]
     assert listed("ar") == []
+    # a script written without spaces: a word inside the run of text is still found
+    tokyo = memory_create(team=team, content="東京タワーに行った")
+    assert listed("東京") == [tokyo.pk] and listed("タワー") == [tokyo.pk]
 
 
 def test_the_external_id_filter_reads_the_id_as_it_is_stored(api, team):
