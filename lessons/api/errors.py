@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from psycopg import errors as pg_errors
 
 from lessons.error_text import first_line, unreadable_json
+from lessons.selectors.health import forget_migrated
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +121,7 @@ def not_migrated(error: Exception) -> dict | None:
     if not isinstance(error.__cause__, (pg_errors.UndefinedTable, pg_errors.UndefinedColumn)):
         return None
     logger.error("the database is not migrated to this version of the code: %s", first_line(error))
+    forget_migrated()  # so /api/v1/health says it too, rather than "ready" from an earlier probe
     return error_body("the database is not migrated to this version of the service; an operator must run "
                       "`python manage.py migrate`")
 

@@ -33,7 +33,14 @@ def database_status() -> dict:
     return {"ok": True, "pgvector": row[0] if row else None}
 
 
-_migrated = False  # once every migration is applied, it stays so for this process's code
+_migrated = False  # once every migration is applied, it stays so for this process's code...
+
+
+def forget_migrated() -> None:
+    """... until a request meets a table or column the database lacks (a restored backup, a
+    rollback under a running server): the next probe reads the migration table again."""
+    global _migrated
+    _migrated = False
 
 
 def unapplied_migrations() -> int:

@@ -82,6 +82,20 @@ def test_new_code_on_an_unmigrated_database_is_not_ready_and_says_to_migrate(tea
 
 
 @pytest.mark.django_db
+def test_a_schema_rolled_back_under_a_running_server_makes_health_look_again(team, monkeypatch):
+    # health had found every migration applied once, and said ready while the API answered 503
+    _, raw_key = api_key_create(team=team, name="agent")
+    lesson = lesson_create(team=team, title="Index foreign keys")
+    monkeypatch.setattr(health, "_migrated", False)
+    assert JsonClient().get("/health").json()["ready"] is True
+    with connection.cursor() as cursor:  # a restored backup, a rollback: the schema went back
+        cursor.execute("ALTER TABLE lessons_lesson RENAME COLUMN imported_digest TO not_yet")
+    MigrationRecorder.Migration.objects.filter(app="lessons").latest("id").delete()
+    assert JsonClient(raw_key).get(f"/lessons/{lesson.pk}").status_code == 503
+    assert JsonClient().get("/health").json()["ready"] is False
+
+
+@pytest.mark.django_db
 def test_not_ready_while_the_model_loads_and_when_it_is_off(settings):
     # A configuration of its own: a new backend, not loaded yet.
     settings.EMBEDDING_BACKEND = {**settings.EMBEDDING_BACKEND, "BATCH_SIZE": 19}
