@@ -40,16 +40,24 @@ class CheckedSelectionModelAdmin(admin.ModelAdmin):
     `response_action` filtered on it and answered 500."""
 
     def response_action(self, request, queryset):
+        selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
         try:
-            for value in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME):
+            for value in selected:
                 pk = self.model._meta.pk.to_python(value)
-                if isinstance(pk, int) and not -(2**63) <= pk < 2**63:  # past bigint: the database refuses it
+                # int() reads "٣" (an Arabic-Indic 3) as 3: an id is ASCII digits, within bigint
+                if isinstance(pk, int) and (not value.strip().lstrip("-").isascii() or not -(2**63) <= pk < 2**63):
                     raise ValidationError(value)
         except ValidationError:
-            self.message_user(request, "The selection holds something that is not a row's id; nothing was done. "
-                              "Select the rows again.", messages.ERROR)
-            return HttpResponseRedirect(request.get_full_path())
+            return self._selection_refused(request, "The selection holds something that is not a row's id")
+        select_across = request.POST.get("select_across") == "1"
+        if selected and not select_across and not queryset.filter(pk__in=selected).exists():
+            # ids of rows deleted or merged meanwhile: "Done" over nothing was untrue
+            return self._selection_refused(request, "None of the selected rows exists any more")
         return super().response_action(request, queryset)
+
+    def _selection_refused(self, request, reason: str):
+        self.message_user(request, f"{reason}; nothing was done. Select the rows again.", messages.ERROR)
+        return HttpResponseRedirect(request.get_full_path())
 
 
 def changed_values(form) -> dict:

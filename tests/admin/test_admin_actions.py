@@ -170,7 +170,7 @@ def test_reject_of_no_proposal_says_so_and_changes_nothing(admin_client, mixed):
     LESSONS, MEMORIES, reverse("admin:lessons_team_changelist"), reverse("admin:lessons_apikey_changelist"),
     reverse("admin:lessons_duplicatedismissal_changelist"), reverse("admin:lessons_searchrecord_changelist"),
 ])
-@pytest.mark.parametrize("selected", ["abc", "1.5", str(2**63)])
+@pytest.mark.parametrize("selected", ["abc", "1.5", str(2**63), "\u0663"])  # the last: an Arabic-Indic 3
 def test_a_selection_that_is_not_ids_is_a_message_not_a_500(admin_client, mixed, changelist, selected):
     # a crafted or truncated form: Django filtered the list on it and answered 500
     response = admin_client.post(changelist, {"action": "delete_selected", "_selected_action": [selected]},
@@ -179,3 +179,11 @@ def test_a_selection_that_is_not_ids_is_a_message_not_a_500(admin_client, mixed,
     assert [str(m) for m in get_messages(response.wsgi_request)] == [
         "The selection holds something that is not a row's id; nothing was done. Select the rows again."]
     assert Lesson.objects.count() == 4
+
+
+def test_a_selection_of_rows_gone_meanwhile_is_not_called_done(admin_client, mixed):
+    gone = mixed["confirmed"].pk
+    lesson_services.lesson_delete(lesson=mixed["confirmed"])
+    response = admin_client.post(LESSONS, {"action": "reembed_selected", "_selected_action": [gone]}, follow=True)
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "None of the selected rows exists any more; nothing was done. Select the rows again."]
