@@ -22,10 +22,12 @@ from lessons.evaluation.loading import corpus_embed, team_base_slug, team_name
 from lessons.evaluation.metrics import ndcg_at_k, percentile
 from lessons.models import Lesson, Team
 from lessons.search import SearchRequest, SearchResponse, search
+from lessons.search.types import MAX_QUERY_CHARS
 from lessons.selectors.lessons import lessons_patterns_for_feature
 from lessons.services.embeddings import embeddings_deferred
 from lessons.services.imports import import_lessons
 from lessons.services.teams import team_get_or_create
+from lessons.text import is_visible
 
 GRADED_DEPTH = 5  # need_in_top5 and nDCG@5
 SEARCH_LIMIT = 10
@@ -100,8 +102,13 @@ def _field(entry, name: str, kind: type, where: str):
     value = entry[name]
     if not isinstance(value, kind) or isinstance(value, bool):
         raise DatasetError(f"{where}: `{name}` must be {_KIND_WORDS.get(kind, kind.__name__)}")
-    if kind is str and not value.strip():  # a blank query scored 0 in every mode, lowering the mean
-        raise DatasetError(f"{where}: `{name}` is blank")
+    if kind is str:  # as the API reads a query: a blank one scored 0 in every mode, lowering the mean
+        if not is_visible(value):
+            raise DatasetError(f"{where}: `{name}` is blank")
+        if "\x00" in value:
+            raise DatasetError(f"{where}: `{name}` cannot contain NUL characters (code 0)")
+        if len(value) > MAX_QUERY_CHARS:  # the search refused it after the whole set was loaded
+            raise DatasetError(f"{where}: `{name}` is {len(value)} characters long; the limit is {MAX_QUERY_CHARS}")
     return value
 
 

@@ -54,6 +54,10 @@ def _broken(tmp_path: Path, change) -> Path:
         (lambda s: s["graded"][1].pop("need_in_top5"), r"graded\[1\]: `need_in_top5` is missing"),
         # a blank query was loaded and scored 0 in every mode
         (lambda s: s["graded"][1].update(query="  "), r"graded\[1\]: `query` is blank"),
+        (lambda s: s["graded"][1].update(query="\u200b"), r"graded\[1\]: `query` is blank"),
+        # the search refused these with a traceback, after the whole set was loaded
+        (lambda s: s["graded"][1].update(query="x" * 2001), r"graded\[1\]: `query` is 2001 characters long"),
+        (lambda s: s["never"][0].update(query="a\u0000b"), r"never\[0\]: `query` cannot contain NUL"),
         (lambda s: s["graded"][0].update(relevant="g3"), r"graded\[0\].relevant: expected a non-empty list"),
         (lambda s: s["graded"][2].pop("query"), r"graded\[2\]: `query` is missing"),
         (lambda s: s["graded"][2].update(query=5), r"graded\[2\]: `query` must be a text"),

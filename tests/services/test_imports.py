@@ -232,8 +232,9 @@ def test_a_text_longer_than_the_api_allows_is_one_bad_line_in_either_import():
 
 def test_broken_json_says_where_or_that_the_line_ends_too_soon():
     # a cut-off object was reported at "column 1", a position on the next line
-    report = import_lessons(lines=['{"external_id": "m-1", "title": "x"\n', '{"title": "x",, "a": 1}\n'],
-                            team_slug="t", create_team=True)
+    report = import_lessons(lines=['{"external_id": "m-1", "title": "x"\n', '{"title": "x",, "a": 1}\n',
+                                   '{"external_id": "m-3", "title": "cut in the mid'], team_slug="t", create_team=True)
     reasons = dict(report.errors)
     assert reasons[1].startswith("broken JSON: the line ends before its JSON does")
+    assert reasons[3].startswith("broken JSON: the line ends before its JSON does (Unterminated string")
     assert reasons[2] == "broken JSON: Expecting property name enclosed in double quotes (column 15)"

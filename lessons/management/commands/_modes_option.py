@@ -12,6 +12,8 @@ DEFAULT_MODES = "hybrid,semantic,text"
 def modes_from_option(value: str) -> list[str]:
     modes = [mode.strip() for mode in value.split(",") if mode.strip()]
     unknown = [mode for mode in modes if mode not in MODES]
-    if unknown or not modes:
-        raise CommandError(f"--modes: unknown mode(s) {', '.join(unknown) or '(none)'}; use {', '.join(MODES)}")
+    if not modes:
+        raise CommandError(f"--modes: name at least one mode of {', '.join(MODES)}")
+    if unknown:
+        raise CommandError(f"--modes: unknown mode(s) {', '.join(unknown)}; use {', '.join(MODES)}")
     return list(dict.fromkeys(modes))
