@@ -25,3 +25,11 @@ def unreadable_json(error: BaseException) -> str | None:
     if isinstance(error, ValueError) and "int_max_str_digits" in str(error):
         return f"a number in the JSON has more than {sys.get_int_max_str_digits():,} digits"
     return None
+
+
+def schema_behind(error: BaseException) -> bool:
+    """A database error from a table or column the code has and the database lacks: the code runs
+    before `migrate` did (a deploy's order, a restored backup)."""
+    from psycopg import errors as pg_errors  # only once a database error has happened
+
+    return isinstance(error.__cause__, (pg_errors.UndefinedTable, pg_errors.UndefinedColumn))

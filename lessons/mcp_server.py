@@ -109,14 +109,14 @@ def build_server(*, team: Team, api_key: str | None = None) -> Server:
         except ProgrammingError as error:
             if (body := errors.not_migrated(error)) is None:
                 logger.exception("tool %s failed", params.name)
-                body = errors.error_body(f"internal error ({type(error).__name__}); it has been logged")
+                body = errors.internal(error)
             return _error(body)
         except DatabaseError as error:
             logger.error("database unavailable: %s", one_line(error))
             return _error(errors.database_unavailable(error))
         except Exception as error:  # an agent gets a tool error, never a dead session; the log has the trace
             logger.exception("tool %s failed", params.name)
-            return _error(errors.error_body(f"internal error ({type(error).__name__}); it has been logged"))
+            return _error(errors.internal(error))
         return call_tool_result(result=result)
 
     return Server(

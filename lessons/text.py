@@ -22,6 +22,12 @@ UNSPACED_SCRIPTS = re.compile(
 )
 
 
+def whole_word_pattern(word: str) -> str:
+    """A PostgreSQL regular expression for `word` with no letter, digit or underscore touching it
+    ("Tom" is not "tomorrow", "art" not "heart"; "J.R." ends at its dot)."""
+    return r"(?<![[:alnum:]_])" + re.escape(word) + r"(?![[:alnum:]_])"
+
+
 def is_visible(text: str) -> bool:
     """Whether any character of `text` shows: not only separators (Z*) and controls or format
     characters (C*)."""

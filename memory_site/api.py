@@ -146,4 +146,4 @@ def programming_error(request, exc: ProgrammingError):
 def unexpected(request, exc: Exception):
     # Never a traceback to the caller; the log has it.
     logger.exception("unexpected error in %s %s", request.method, request.path)
-    return _answer(request, errors.error_body(f"internal error ({type(exc).__name__}); it has been logged"), 500)
+    return _answer(request, errors.internal(exc), 500)

@@ -11,9 +11,8 @@ Errors that are bugs (a bad query, a constraint the code should have checked) ke
 import psycopg
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
-from psycopg import errors as pg_errors
 
-from lessons.error_text import first_line
+from lessons.error_text import first_line, schema_behind
 
 
 # Commands that only read: "work committed before the error is kept" means nothing to them.
@@ -27,7 +26,7 @@ def operator_message(error: BaseException, *, database_url_set: bool, command: s
     if not isinstance(error, (DatabaseError, psycopg.OperationalError)):
         return None
     reason = first_line(error)
-    if isinstance(error.__cause__, (pg_errors.UndefinedTable, pg_errors.UndefinedColumn)):
+    if schema_behind(error):
         return (f"the database is not migrated to this version of the code ({reason}); "
                 "run `python manage.py migrate` first.")
     if isinstance(error, ProgrammingError):

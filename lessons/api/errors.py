@@ -9,9 +9,8 @@ import logging
 
 import pydantic
 from django.core.exceptions import ValidationError as DjangoValidationError
-from psycopg import errors as pg_errors
 
-from lessons.error_text import first_line, unreadable_json
+from lessons.error_text import first_line, schema_behind, unreadable_json
 from lessons.selectors.health import forget_migrated
 
 logger = logging.getLogger(__name__)
@@ -114,11 +113,16 @@ def unstorable_value(error: Exception) -> dict:
     return error_body(f"body: a value the database cannot store ({first_line(error)})")
 
 
+def internal(error: Exception) -> dict:
+    """A bug's answer: never a traceback to the caller; the log has it."""
+    return error_body(f"internal error ({type(error).__name__}); it has been logged")
+
+
 def not_migrated(error: Exception) -> dict | None:
     """A ProgrammingError from a table or column the code has and the database lacks: the service
     runs before `migrate` did (a deploy's order). The answer is a 503 saying so (the log names the
     relation), not an internal error; None for any other ProgrammingError, which is a bug."""
-    if not isinstance(error.__cause__, (pg_errors.UndefinedTable, pg_errors.UndefinedColumn)):
+    if not schema_behind(error):
         return None
     logger.error("the database is not migrated to this version of the code: %s", first_line(error))
     forget_migrated()  # so /api/v1/health says it too, rather than "ready" from an earlier probe

@@ -5,7 +5,6 @@ and no schema has an embedding field, so vectors never leave the server.
 The agent tools (`GET /tools`, MCP) are generated from these same input classes.
 """
 
-import re
 import typing
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
@@ -31,7 +30,7 @@ from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
 from lessons.services.common import normalise_names, normalise_terms, normalise_text
-from lessons.text import UNSPACED_SCRIPTS, clean_identifier, clean_name, is_visible
+from lessons.text import UNSPACED_SCRIPTS, clean_identifier, clean_name, is_visible, whole_word_pattern
 
 # Bounds on free text, so a runaway agent cannot store a megabyte in one field.
 MAX_TERM_CHARS = 64
@@ -318,9 +317,8 @@ def _every_word(text: str | None, *fields: str) -> Q:
     the words are, not only as the phrase, and "art" no longer finds "heart" or "party"."""
     condition = Q()
     for word in normalise_text(text or "").split():
-        whole_word = r"(?<![[:alnum:]_])" + re.escape(word) + r"(?![[:alnum:]_])"
         # in a script without spaces (東京 in 東京タワーに行った) a whole word is the whole run
-        lookup = ("icontains", word) if UNSPACED_SCRIPTS.search(word) else ("iregex", whole_word)
+        lookup = ("icontains", word) if UNSPACED_SCRIPTS.search(word) else ("iregex", whole_word_pattern(word))
         either = Q()
         for name in fields:
             either |= Q(**{f"{name}__{lookup[0]}": lookup[1]})

@@ -22,7 +22,7 @@ from lessons.evaluation.loading import corpus_embed, team_base_slug, team_name
 from lessons.evaluation.metrics import ndcg_at_k, percentile
 from lessons.models import Lesson, Team
 from lessons.search import SearchRequest, SearchResponse, search
-from lessons.search.types import MAX_QUERY_CHARS
+from lessons.search.validation import query_problem
 from lessons.selectors.lessons import lessons_patterns_for_feature
 from lessons.services.embeddings import embeddings_deferred
 from lessons.services.imports import import_lessons
@@ -105,10 +105,8 @@ def _field(entry, name: str, kind: type, where: str):
     if kind is str:  # as the API reads a query: a blank one scored 0 in every mode, lowering the mean
         if not is_visible(value):
             raise DatasetError(f"{where}: `{name}` is blank")
-        if "\x00" in value:
-            raise DatasetError(f"{where}: `{name}` cannot contain NUL characters (code 0)")
-        if len(value) > MAX_QUERY_CHARS:  # the search refused it after the whole set was loaded
-            raise DatasetError(f"{where}: `{name}` is {len(value)} characters long; the limit is {MAX_QUERY_CHARS}")
+        if problem := query_problem(value):  # the search refused it after the whole set was loaded
+            raise DatasetError(f"{where}: `{name}` {problem}")
     return value
 
 

@@ -5,7 +5,6 @@ the rows the caller may see. The clause is over the row table aliased `t`; value
 parameters, never interpolated.
 """
 
-import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -13,7 +12,7 @@ from django.conf import settings
 from lessons.models import Lesson, Memory
 from lessons.search.signature import value_bits
 from lessons.search.types import SearchFilters, SearchRequestError
-from lessons.text import clean_name
+from lessons.text import clean_name, whole_word_pattern
 
 # A name in `people` is the person asked for when it is the same name in any case, starts with
 # it ("Jon" -> Jonas, from this many letters), or is one typo away from it ("Jonah" -> Jonas, from
@@ -115,7 +114,7 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             # ("Featherstonehaugh" is Orla Featherstonehaugh) and in the text ("Tom" is not
             # "tomorrow", "Anna" not "Vienna", "J.R." ends at its dot); a one-letter name only as a
             # whole stored name ("A" is mostly an article)
-            whole_word = r"(?<![[:alnum:]_])" + re.escape(name) + r"(?![[:alnum:]_])"
+            whole_word = whole_word_pattern(name)
             in_people, values = ["lower(p.name) = lower(%s)"], [name]
             if len(name) >= PERSON_PREFIX_MIN_LETTERS:
                 in_people.append("lower(p.name) LIKE lower(%s)")

@@ -19,6 +19,17 @@ from lessons.search.types import (
 PART_NAMES = ("semantic", "keyword", "quality")
 
 
+def query_problem(query: str) -> str | None:
+    """What makes a query's text unsearchable, or None: its length, or a NUL, which PostgreSQL
+    text cannot hold (it was a DataError from the database). A blank query is searchable: it
+    answers the most recent rows."""
+    if len(query) > MAX_QUERY_CHARS:
+        return f"is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}"
+    if "\x00" in query:
+        return "cannot contain NUL characters (code 0)"
+    return None
+
+
 def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
     """Raise SearchRequestError naming the field; return the weights to use and the request's own
     similarity floor (None: the engine's adaptive floor)."""
@@ -32,8 +43,8 @@ def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
         raise SearchRequestError("limit", f"must be a whole number from 1 to {MAX_LIMIT}, got {request.limit!r}")
     if not isinstance(request.query, str):
         raise SearchRequestError("query", "must be text")
-    if len(request.query) > MAX_QUERY_CHARS:
-        raise SearchRequestError("query", f"is {len(request.query)} characters long; the limit is {MAX_QUERY_CHARS}")
+    if problem := query_problem(request.query):
+        raise SearchRequestError("query", problem)
     if len(request.context or "") > MAX_CONTEXT_CHARS:
         raise SearchRequestError(
             "context", f"is {len(request.context)} characters long; the limit is {MAX_CONTEXT_CHARS}"

@@ -177,14 +177,11 @@ def memory_merge(*, keep: Memory, merged: Memory) -> Memory:
     return memory_services.memory_update(memory=kept, **changes)
 
 
-MEMORY_SNAPSHOT_FIELDS = ("external_id", "content", "details", "categories", "importance", "people", "emotions")
-
-
 def _memory_snapshot(memory: Memory) -> dict:
-    fields = {name: getattr(memory, name) for name in MEMORY_SNAPSHOT_FIELDS}
-    fields["occurred_at"] = memory.occurred_at.isoformat() if memory.occurred_at else None
-    fields["created_at"] = memory.created_at.isoformat()
-    fields["updated_at"] = memory.updated_at.isoformat()
+    fields = {name: getattr(memory, name) for name in memory_services.EDITABLE_FIELDS}
+    for name in ("occurred_at", "created_at", "updated_at"):  # moments as JSON text
+        moment = getattr(memory, name)
+        fields[name] = moment.isoformat() if moment else None
     fields["versions"] = list(
         Memory.objects.filter(current_version=memory).order_by("version").values("version", "content", "details")
     )
