@@ -275,13 +275,14 @@ def _feedback(query_vector) -> dict | None:
 
 
 def _recency_response(*, request, scope, timings, started, degraded_reason, candidates) -> SearchResponse:
-    """No query, or nothing found: the most recently updated rows, labelled low (they matched nothing)."""
+    """No query, or nothing found: the most recently updated rows, labelled low (they matched nothing).
+    No row passes the filters at all: no fallback either, an empty answer."""
     tick = perf_counter()
     rows = recent_rows(scope=scope, limit=request.limit)
     timings["sql"] = timings.get("sql", 0.0) + _ms(tick)
     hits = recency_hits(request=request, kind=scope.kind, rows=rows)
     return respond(request=request, hits=hits, timings=timings, started=started, degraded_reason=degraded_reason,
-                   fallback="recency", candidates=candidates, keywords=[])
+                   fallback="recency" if hits else None, candidates=candidates, keywords=[])
 
 
 def _ms(since: float) -> float:

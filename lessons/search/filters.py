@@ -12,7 +12,7 @@ from django.conf import settings
 from lessons.models import Lesson, Memory
 from lessons.search.signature import value_bits
 from lessons.search.types import SearchFilters, SearchRequestError
-from lessons.text import clean_name, whole_word_pattern
+from lessons.text import clean_name, name_in_text_pattern, whole_word_pattern
 
 # A name in `people` is the person asked for when it is the same name in any case, starts with
 # it ("Jon" -> Jonas, from this many letters), or is one typo away from it ("Jonah" -> Jonas, from
@@ -124,9 +124,11 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
                 values.append(name)
             sql = "EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE {})"
             if len(name) >= PERSON_TEXT_MIN_LETTERS:
+                # in the text, only as a name is written, with a capital: "Jazz" found every memory
+                # about jazz, "May" and "Nobody" the months and "nobody seemed to care"
                 in_people.append("p.name ~* %s")
-                sql += " OR (t.content || ' ' || t.details) ~* %s"
-                values += [whole_word, whole_word]
+                sql += " OR (t.content || ' ' || t.details) ~ %s"
+                values += [whole_word, name_in_text_pattern(name)]
             add("(" + sql.format(" OR ".join(in_people)) + ")", *values)
         if filters.emotions:
             add("t.emotions && %s::varchar[]", [v.lower() for v in filters.emotions], facet="emotions")

@@ -115,11 +115,14 @@ def title_key(title: str) -> str:
 
 
 def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], int]:
-    """Lessons with the same title become one candidate: the strongest member's row, with
-    confidence = max and frequency = sum over the members; legs, terms and signals united."""
-    groups: dict[str, list[Candidate]] = {}
+    """Lessons with the same title and status become one candidate: the strongest member's row,
+    with confidence = max and frequency = sum over the members; legs, terms and signals united.
+    A rejected lesson does not fold into a confirmed one of its title (a search asking for both
+    statuses showed one "confirmed" hit whose frequency counted the rejected one)."""
+    groups: dict[tuple[str, str | None], list[Candidate]] = {}
     for candidate in candidates:
-        groups.setdefault(title_key(candidate.row.get("title", "")), []).append(candidate)
+        key = (title_key(candidate.row.get("title", "")), candidate.row.get("status"))
+        groups.setdefault(key, []).append(candidate)
     collapsed: list[Candidate] = []
     for members in groups.values():
         if len(members) == 1:
@@ -191,6 +194,16 @@ def absolute_keyword(bm25: float, bm25_max: float, calibration: dict[str, float]
     if bm25 <= 0 or bm25_max <= 0:
         return 0.0
     return _clip(bm25 / (calibration["keyword_full"] * bm25_max))
+
+
+def label_keyword_evidence(candidate: Candidate, calibration: dict[str, float]) -> float:
+    """The label's words: BM25 on its fixed scale, at most the share of the query's terms the row
+    carries. One rare word of "my cat is sick" reached 0.63 of the scale alone, a `high` in text
+    mode; half the query's words now read at most 0.5, whatever their rarity."""
+    evidence = absolute_keyword(candidate.bm25_primary, candidate.bm25_max, calibration)
+    if candidate.keyword_coverage is None:
+        return evidence
+    return min(evidence, candidate.keyword_coverage)
 
 
 def query_length_weights(weights: dict[str, float], long_weights: dict[str, float] | None, *, terms: int,
@@ -295,7 +308,7 @@ def rrf_scores(candidates: list[Candidate], plan: ScoringPlan, *, k: int) -> Non
         "keyword": lambda c: c.parts["_keyword_part"] > 0,
         "quality": lambda c: True,
     }
-    totals = {c.id: 0.0 for c in candidates}
+    ranks: dict[int, dict[str, int]] = {c.id: {} for c in candidates}
     best = 0.0
     for name, weight in plan.weights.items():
         if weight <= 0:
@@ -307,9 +320,12 @@ def rrf_scores(candidates: list[Candidate], plan: ScoringPlan, *, k: int) -> Non
             value = lists[name](c)
             if value != previous:
                 rank, previous = position, value
-            totals[c.id] += weight / (k + rank)
+            ranks[c.id][name] = rank
     for c in candidates:
-        c.score = totals[c.id] / best if best > 0 else 0.0
+        terms = {name: plan.weights[name] / (k + rank) for name, rank in ranks[c.id].items()}
+        c.score = sum(terms.values()) / best if best > 0 else 0.0
+        # the explanation's own arithmetic: score = sum of terms / max (a part the row is absent from adds 0)
+        c.parts["rrf"] = {"k": k, "ranks": ranks[c.id], "terms": terms, "max": best}
 
 
 def label_feedback(ranked: list[Candidate], *, kind: SearchKind, top: int, weight: float) -> None:
@@ -375,10 +391,7 @@ def relevance_label(candidate: Candidate, plan: ScoringPlan, thresholds: dict[st
         cw = plan.context_weights
         contextual = absolute_semantic(candidate.sim_contextual, calibration)
         semantic = cw["primary"] * semantic + cw["contextual"] * contextual
-    parts = {
-        "semantic": factor * semantic,
-        "keyword": absolute_keyword(candidate.bm25_primary, candidate.bm25_max, calibration),
-    }
+    parts = {"semantic": factor * semantic, "keyword": label_keyword_evidence(candidate, calibration)}
     weights = {name: candidate.parts.get("weights", plan.weights).get(name, 0.0) for name in parts}
     if sum(weights.values()) <= 0:
         # The caller's weights give meaning and words nothing (all on quality): the hit is judged as

@@ -156,6 +156,12 @@ def test_rrf_fusion(demo_team):
     assert rrf.results[0].explanation["fusion"] == "rrf"
     assert [h.score for h in rrf.results] == sorted((h.score for h in rrf.results), reverse=True)
     assert [h.score for h in rrf.results] != [h.score for h in weighted.results]
+    for hit in rrf.results:  # a reader can redo the arithmetic from the explanation
+        parts = hit.explanation["rrf"]
+        assert parts["terms"].keys() == parts["ranks"].keys()
+        assert all(term == pytest.approx(parts["terms"][name], abs=1e-5) for name, term in (
+            (name, hit.explanation["weights"][name] / (parts["k"] + rank)) for name, rank in parts["ranks"].items()))
+        assert sum(parts["terms"].values()) / parts["max"] == pytest.approx(hit.score, abs=1e-4)
 
 
 def test_weights_per_request_change_the_ranking(demo_team):
@@ -207,10 +213,15 @@ def test_weights_all_on_quality_do_not_make_off_topic_hits_high(demo_team):
     assert response.results and all(hit.relevance == "low" for hit in response.results)
 
 
-def test_text_mode_labels_need_the_querys_words(demo_team):
-    response = run(demo_team, "how do I tune my guitar", mode="text", limit=10)
+@pytest.mark.parametrize("query", ["how do I tune my guitar", "my cat is sick", "renew my passport"])
+def test_text_mode_labels_need_the_querys_words(demo_team, query):
+    # one rare word of two ("cat", "renew") read `high` on BM25's scale alone
+    response = run(demo_team, query, mode="text", limit=10, explain=True)
     assert response.results and response.fallback is None
     assert all(hit.relevance != "high" for hit in response.results)
+    assert any(len(hit.explanation["matched_terms"]) == 1 for hit in response.results)
+    on_topic = run(demo_team, "webhook retries", mode="text", limit=3)
+    assert on_topic.results[0].relevance == "high"
 
 
 def test_an_exact_tag_match_is_at_least_medium_whatever_its_similarity(demo_team):
@@ -346,6 +357,15 @@ def test_no_query_returns_the_most_recent_rows(demo_team):
     )
     assert ids(response) == recent
     assert all(hit.relevance == "low" for hit in response.results)
+    # they answer nothing: score 0 (by quality, the scores stood out of the order they are in)
+    assert all(hit.score == 0.0 for hit in response.results)
+    explained = run(demo_team, "", limit=5, explain=True)
+    assert all(0 < hit.explanation["quality"] <= 1 for hit in explained.results)
+
+
+def test_filters_no_row_passes_give_an_empty_answer_not_a_fallback(demo_team):
+    response = run(demo_team, "zxqvw blorptangle", mode="text", limit=3, filters=SearchFilters(tags=["no-such-tag"]))
+    assert response.results == [] and response.fallback is None
 
 
 def test_nothing_found_falls_back_to_recency(demo_team):

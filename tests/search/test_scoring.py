@@ -144,6 +144,13 @@ def test_same_title_lessons_collapse_with_max_confidence_and_summed_frequency():
     assert merged.legs == {"semantic", "keyword"}
 
 
+def test_a_rejected_lesson_does_not_fold_into_a_confirmed_one_of_its_title():
+    confirmed = lesson(1, title="Use RLS", sim=0.4, frequency=2, status="confirmed")
+    rejected = lesson(2, title="use rls", sim=0.7, frequency=3, status="rejected")
+    collapsed, removed = scoring.collapse_same_title([confirmed, rejected])
+    assert removed == 0 and [(c.id, c.row["frequency"]) for c in collapsed] == [(1, 2), (2, 3)]
+
+
 def test_rrf_sums_weight_over_k_plus_rank_and_stays_within_0_1():
     a = lesson(1, sim=0.9, bm25=1.0, confidence=0.5)
     b = lesson(2, sim=0.5, bm25=5.0, confidence=0.5)
@@ -157,6 +164,9 @@ def test_rrf_sums_weight_over_k_plus_rank_and_stays_within_0_1():
     assert b.score == pytest.approx((w["semantic"] / 62 + w["keyword"] / 61 + w["quality"] / 61) / best)
     assert a.score > b.score  # semantic weighs more
     assert all(0 <= c.score <= 1 for c in (a, b))
+    # the parts the explanation shows add up to the score
+    assert a.parts["rrf"]["ranks"] == {"semantic": 1, "keyword": 2, "quality": 1}
+    assert sum(a.parts["rrf"]["terms"].values()) / a.parts["rrf"]["max"] == pytest.approx(a.score)
 
 
 def test_exact_terms_tier_first():
@@ -281,6 +291,23 @@ def test_label_feedback_leaves_kinds_without_feedback_labels_alone():
     ranked = _scored(*memories)
     scoring.label_feedback(ranked, kind=MEMORIES, top=3, weight=0.15)
     assert [c.score for c in ranked] == [0.6, 0.3]
+
+
+def test_the_labels_words_count_at_most_the_share_of_the_query_they_match():
+    text_mode = plan(has_semantic=False, weights=scoring.active_weights(plan().weights, semantic=False, keyword=True))
+    # One rare word of two: 0.63 of BM25's scale alone read "high"; half the words read at most 0.5.
+    one_of_two = lesson(1, bm25=2.85, bm25_max=10.0, legs=("keyword",))
+    assert labelled(one_of_two, text_mode) == "high"  # coverage unknown: BM25's scale alone
+    one_of_two.keyword_coverage = 0.5
+    assert labelled(one_of_two, text_mode) == "medium"
+    every_word = lesson(2, bm25=4.5, bm25_max=10.0, legs=("keyword",))
+    every_word.keyword_coverage = 1.0
+    assert labelled(every_word, text_mode) == "high"
+    # The cap is on the label only: the score's K is unchanged.
+    capped, uncapped = lesson(3, bm25=2.85, legs=("keyword",)), lesson(4, bm25=2.85, legs=("keyword",))
+    capped.keyword_coverage = 0.5
+    scoring.score_parts([capped, uncapped], text_mode)
+    assert capped.weighted == uncapped.weighted
 
 
 def test_with_a_context_the_label_mixes_both_cosines_as_the_score_does():

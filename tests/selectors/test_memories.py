@@ -162,6 +162,20 @@ def test_a_name_in_the_text_counts_as_a_word_not_as_the_start_of_one(team):
     assert memories_by_person(team=team, name="Nobodyxyz").results == []
 
 
+def test_a_name_in_the_text_is_one_written_as_a_name(team):
+    # "Jazz" answered every memory about jazz, "Nobody" one where nobody seemed to care
+    met = memory_create(team=team, content="Dinner with TOM and Nobody Smith, who plays jazz")
+    written = [met, memory_create(team=team, content="A jazz night; nobody seemed to care")]
+    embedding_refresh(items=written)
+    assert memories_by_person(team=team, name="Jazz").results == []
+    assert [hit.id for hit in memories_by_person(team=team, name="nobody").results] == [met.pk]
+    assert [hit.id for hit in memories_by_person(team=team, name="tom").results] == [met.pk]
+    # in `people` a name is matched in any case, as before
+    tagged = memory_create(team=team, content="Band practice", people=["jazz"])
+    embedding_refresh(items=[tagged])
+    assert [hit.id for hit in memories_by_person(team=team, name="Jazz").results] == [tagged.pk]
+
+
 @pytest.mark.parametrize("other_person", ["Samantha", "Marius", "Davidson", "Anna", "Mira"])
 def test_a_similar_name_is_another_person(team, other_person):
     # a trigram match once answered each of these with someone else's memories
