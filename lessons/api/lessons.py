@@ -3,7 +3,7 @@
 from ninja import Path, Query, Router
 from ninja.pagination import paginate
 
-from lessons.api import operations
+from lessons.api import errors, operations
 from lessons.api.pagination import Pages
 from lessons.api.permissions import needs
 from lessons.api.query_parameters import takes_query
@@ -13,6 +13,8 @@ from lessons.api.schemas import (
     INVALID,
     NOT_FOUND,
     WITH_BODY,
+    ErrorOut,
+    LessonDecisionOut,
     LessonFilters,
     LessonIn,
     LessonOut,
@@ -96,13 +98,45 @@ def delete_lesson(request, lesson_id: PathId = LessonId):
     return 204, None
 
 
-@router.post("/lessons/{lesson_id}/accept", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+DECIDED = {409: ErrorOut}  # the lesson is no longer a proposal, and not in the state asked for
+
+
+def _decide(request, lesson_id: int, decision: str):
+    lesson = lesson_get(team=request.auth.team, lesson_id=lesson_id)
+    try:
+        decided = lesson_services.lesson_decide_proposal(lesson=lesson, decision=decision)
+    except lesson_services.LessonNotAProposal as refused:
+        return 409, errors.field_error("status", str(refused))
+    decided.lesson.changed = decided.changed  # LessonDecisionOut reads it
+    return 200, decided.lesson
+
+
+_DECISION_DOC = (
+    "Decides a proposal only, as the admin's proposals page does: the lesson is locked and read again, so "
+    "of two agents deciding one proposal at once the second hears the first one's decision. "
+    "The same decision again on a lesson already {state} is a 200 with `changed: false` (nothing written); "
+    "a lesson in the other decided state is a 409 naming its status (to change a decided lesson, PATCH "
+    "`/lessons/{{id}}` with `status`). 404 for a lesson that is not your team's or was deleted or merged away."
+)
+
+
+@router.post(
+    "/lessons/{lesson_id}/accept",
+    response={200: LessonDecisionOut, **DECIDED, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    summary="Accept a proposal (it becomes confirmed)",
+    description=_DECISION_DOC.format(state="confirmed"),
+)
 @needs("lessons", "change")
 def accept_lesson(request, lesson_id: PathId = LessonId):
-    return lesson_services.lesson_accept(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))
+    return _decide(request, lesson_id, "accept")
 
 
-@router.post("/lessons/{lesson_id}/reject", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@router.post(
+    "/lessons/{lesson_id}/reject",
+    response={200: LessonDecisionOut, **DECIDED, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    summary="Reject a proposal (it becomes rejected)",
+    description=_DECISION_DOC.format(state="rejected"),
+)
 @needs("lessons", "change")
 def reject_lesson(request, lesson_id: PathId = LessonId):
-    return lesson_services.lesson_reject(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))
+    return _decide(request, lesson_id, "reject")

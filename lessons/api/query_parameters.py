@@ -2,9 +2,15 @@
 ignored, and the endpoint answered with the default (15 lessons, a recency fallback) where the MCP
 tool refused the same argument by name. The query-string schemas cannot forbid extra keys
 themselves (a list's `limit` and `offset` belong to its pagination, `team` to the auth), so each
-GET endpoint names what it takes here."""
+GET endpoint names what it takes here.
+
+A parameter that takes one value (`text`, `limit`, `external_id`...) given twice kept the last one
+without a word (`text=cache&text=redis` was `text=redis`): it is refused naming it. Parameters
+that name a set of values (declared as lists: `status`, `tag`...) take repeats, any of them."""
 
 import functools
+import types
+import typing
 
 from ninja.errors import ValidationError as NinjaValidationError
 
@@ -15,18 +21,36 @@ def takes_query(*schemas):
     """Refuse (422, naming each) query parameters that none of `schemas` declares."""
     taken = [name for schema in schemas for name in schema.model_fields]
     allowed = {TEAM_QUERY_PARAMETER, *taken}
+    repeatable = {
+        name for schema in schemas for name, field in schema.model_fields.items() if _is_list(field.annotation)
+    }
 
     def decorate(view):
         @functools.wraps(view)
         def checked(request, *args, **kwargs):
             unknown = sorted(set(request.GET) - allowed)
-            if unknown:
-                message = f"not a parameter of {request.path}; it takes {', '.join(taken)}"
-                raise NinjaValidationError(
-                    [{"loc": ("query", name), "msg": message, "type": "extra_forbidden"} for name in unknown]
-                )
+            message = f"not a parameter of {request.path}; it takes {', '.join(taken)}"
+            problems = [{"loc": ("query", name), "msg": message, "type": "extra_forbidden"} for name in unknown]
+            for name in sorted((set(request.GET) & allowed) - repeatable):
+                if (times := len(request.GET.getlist(name))) > 1:
+                    problems.append({"loc": ("query", name), "msg": f"given {times} times; it takes one value",
+                                     "type": "repeated"})
+            if problems:
+                raise NinjaValidationError(problems)
             return view(request, *args, **kwargs)
 
         return checked
 
     return decorate
+
+
+def _is_list(annotation) -> bool:
+    """A list, also inside Optional or Annotated: the parameter names a set of values."""
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        return True
+    if origin is typing.Annotated:
+        return _is_list(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_list(argument) for argument in typing.get_args(annotation))
+    return False

@@ -235,6 +235,14 @@ class LessonOut(ModelSchema):
         ]
 
 
+class LessonDecisionOut(LessonOut):
+    """The lesson after an accept or reject."""
+
+    changed: bool = Field(description=(
+        "false when the lesson was already in the state asked for (decided so before, by you or someone "
+        "else): nothing was written"))
+
+
 class LessonProposeIn(StrictIn):
     """A lesson as an agent proposes it; it waits as `proposed` for a curator."""
 
@@ -331,8 +339,13 @@ class LessonFilters(FilterSchema):
         None, max_length=MAX_QUERY_CHARS,
         description="Words in the title or description (each of them, whole words, any case and order).",
     )
-    status: Annotated[LessonStatusName | None, FilterLookup("status")] = None
-    category: Annotated[str | None, FilterLookup("category")] = None
+    # A set of values, as tech_stack and tag are: repeated, any of them (`?status=proposed&status=rejected`)
+    status: Annotated[list[LessonStatusName] | None, FilterLookup("status__in")] = Field(
+        None, description="Any of these statuses (repeat the parameter for more than one)."
+    )
+    category: Annotated[list[str] | None, FilterLookup("category__in")] = Field(
+        None, description="Any of these categories (repeat the parameter for more than one)."
+    )
     tech_stack: Annotated[list[str] | None, FilterLookup("tech_stacks__overlap")] = None
     project_type: Annotated[list[str] | None, FilterLookup("project_types__overlap")] = None
     tag: Annotated[list[str] | None, FilterLookup("tags__overlap")] = None
@@ -692,10 +705,19 @@ class FeedbackRecordedOut(Schema):
     not_helpful: list[int]
 
 
+class FeedbackMergedOut(Schema):
+    id: int = Field(description="The result as the search returned it (and as reported).")
+    counted_for: int = Field(description="The row it was merged into since the search, whose counts moved.")
+
+
 class FeedbackOut(Schema):
     search_id: str
     recorded: FeedbackRecordedOut = Field(description="The verdicts counted by this report.")
     already_recorded: list[int] = Field(description="Results that had a verdict already: nothing counted again.")
+    merged: list[FeedbackMergedOut] = Field(description=(
+        "Recorded results merged into another row since the search: the verdict counted for that row."))
+    gone: list[int] = Field(description=(
+        "Results deleted since the search: nothing recorded or counted for them (the rest of the report is)."))
 
 
 # --- health and tools ----------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Writing lessons: create, update, delete, and the propose / accept / reject workflow."""
 
+from dataclasses import dataclass
+
 from django.db import transaction
 
 from lessons.embedding import embedded_fields
@@ -135,6 +137,46 @@ def lesson_accept(*, lesson: Lesson) -> Lesson:
 
 def lesson_reject(*, lesson: Lesson) -> Lesson:
     return lesson_update(lesson=lesson, status=LessonStatus.REJECTED)
+
+
+class LessonNotAProposal(Exception):
+    """Accept or reject asked of a lesson that is no longer a proposal, and not already in the state
+    asked for: a curator (or another agent) decided it differently; only an edit changes it now."""
+
+    def __init__(self, *, lesson: Lesson, decision: str):
+        self.lesson = lesson
+        self.status = lesson.status
+        super().__init__(
+            f"lesson {lesson.pk} is {lesson.status}, not a proposal: {decision} decides proposals only; "
+            f"to change a decided lesson, PATCH /api/v1/lessons/{lesson.pk} with its new status"
+        )
+
+
+@dataclass(frozen=True)
+class ProposalDecision:
+    lesson: Lesson
+    changed: bool  # False: the lesson was already in the state asked for, nothing was written
+
+
+_DECISIONS = {"accept": LessonStatus.CONFIRMED, "reject": LessonStatus.REJECTED}
+
+
+@transaction.atomic
+def lesson_decide_proposal(*, lesson: Lesson, decision: str) -> ProposalDecision:
+    """Accept or reject one proposal, as the admin's proposals page does: the row is locked and
+    read again, so of two agents deciding it at once the second sees the first one's decision.
+    The same decision again changes nothing (changed=False); a lesson in the other decided state
+    raises LessonNotAProposal (a confirmed lesson is retired, a rejected one revived, by an edit
+    of its status, not by a proposal's accept or reject). Lesson.DoesNotExist when it is gone."""
+    target = _DECISIONS[decision]
+    stored = Lesson.objects.select_for_update().filter(pk=lesson.pk).first()
+    if stored is None:
+        raise Lesson.DoesNotExist(f"lesson {lesson.pk} does not exist (deleted or merged meanwhile)")
+    if stored.status == target:
+        return ProposalDecision(lesson=stored, changed=False)
+    if stored.status != LessonStatus.PROPOSED:
+        raise LessonNotAProposal(lesson=stored, decision=decision)
+    return ProposalDecision(lesson=lesson_update(lesson=stored, status=target), changed=True)
 
 
 def _locked_proposals(lesson_ids: list[int]) -> list[Lesson]:

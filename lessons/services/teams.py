@@ -1,6 +1,8 @@
 """Teams: every lesson, memory and API key belongs to one. Validated before anything is written,
 so a bad slug is a clear message naming the field, never a database error."""
 
+import re
+
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
@@ -8,16 +10,24 @@ from django.utils.text import slugify
 from lessons.models import Team
 from lessons.selectors.teams import TeamContents, TeamError, team_contents, team_named
 
+# The slug rule as the model checks it (SlugField's validate_slug: ASCII only; lowercase_slug):
+# Django's own message said "letters, numbers, underscores or hyphens", and "ünï" is letters.
+SLUG_RULE = "lowercase ASCII letters (a-z), digits, hyphens and underscores, at most 100 characters"
+_SLUG_CHARACTERS = re.compile(r"[-a-zA-Z0-9_]+")  # case is the model's check, with its own message
+
+
 def _validation_message(error: ValidationError) -> str:
     return "; ".join(f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items())
 
 
 def team_create(*, slug: str, name: str | None = None) -> Team:
-    """A new team. The slug is used as given (lowercase letters, digits, hyphens, underscores, at
-    most 100 characters); a bad, capitalised or taken slug raises TeamError before any write."""
+    """A new team. The slug is used as given (SLUG_RULE); a bad, capitalised or taken slug raises
+    TeamError before any write."""
     slug = (slug or "").strip()
     if not slug:  # said once, for the slug (the name, left out, defaults to it)
-        raise TeamError("slug: a team needs a slug (lowercase letters, digits, hyphens, underscores)")
+        raise TeamError(f"slug: a team needs a slug ({SLUG_RULE})")
+    if not _SLUG_CHARACTERS.fullmatch(slug):
+        raise TeamError(f"slug: {slug!r} is not a usable slug; use only {SLUG_RULE} (e.g. acme)")
     team = Team(slug=slug, name=(name or "").strip() or slug)
     try:
         team.full_clean()  # length, slug characters, uniqueness: all before the INSERT
@@ -56,7 +66,7 @@ def _create_hint(slug: str) -> str:
     clean = (slug or "").strip()
     if clean and clean == slugify(clean):
         return f"; create it with --create-team or `python manage.py create_team {clean}`"
-    return "; a slug is lowercase letters, digits, hyphens and underscores"
+    return f"; a slug is {SLUG_RULE}"
 
 
 def team_get_or_create(*, slug: str, name: str | None = None) -> Team:

@@ -7,7 +7,9 @@
   `search --json`), never the engine's: the engine stays a pure read.
 - `feedback_record` stores an agent's verdicts, once per (search, result): the first verdict
   stands, a repeat is reported as already recorded and counts nothing. Counts move in the same
-  transaction as the verdicts, by increments in SQL, so concurrent reports cannot lose one.
+  transaction as the verdicts, by increments in SQL, so concurrent reports cannot lose one. A
+  result merged into another row since the search counts for the row that absorbed it (its merge
+  record says which); one deleted since is reported as gone, and nothing is recorded for it.
 - `searches_purge` deletes searches older than the retention (their verdicts with them); the
   counts on the rows stay.
 - `usage_reset` zeroes a team's counts and forgets its searches (the simulation starts clean).
@@ -24,12 +26,15 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from lessons.models import FeedbackVerdict, Lesson, Memory, SearchRecord, Team
+from lessons.models import FeedbackVerdict, Lesson, LessonMerge, Memory, MemoryMerge, SearchRecord, Team
 
 logger = logging.getLogger("lessons.usage")
 
 SOURCES = ("api", "mcp", "cli", "simulation")
 TABLES = {"lessons": Lesson._meta.db_table, "memories": Memory._meta.db_table}
+# Where a row merged away is now: (merge record, its field holding the merged id, the kept row's id)
+MERGES = {"lessons": (LessonMerge, "merged_lesson_id", "lesson_id"),
+          "memories": (MemoryMerge, "merged_memory_id", "memory_id")}
 MAX_QUERY_RECORD_CHARS = 2_000
 
 
@@ -83,12 +88,16 @@ class FeedbackResult:
     used: list[int] = field(default_factory=list)  # newly recorded
     not_helpful: list[int] = field(default_factory=list)  # newly recorded
     already_recorded: list[int] = field(default_factory=list)  # a verdict existed: nothing counted
+    merged: dict[int, int] = field(default_factory=dict)  # recorded id -> the row it counted for
+    gone: list[int] = field(default_factory=list)  # deleted since the search: nothing recorded
 
     def as_dict(self) -> dict:
         return {
             "search_id": str(self.search_id),
             "recorded": {"used": self.used, "not_helpful": self.not_helpful},
             "already_recorded": self.already_recorded,
+            "merged": [{"id": merged, "counted_for": kept} for merged, kept in self.merged.items()],
+            "gone": self.gone,
         }
 
 
@@ -132,6 +141,9 @@ def feedback_record(
         return result
     table = TABLES[record.kind]
     with transaction.atomic(), connection.cursor() as cursor:
+        holders = _rows_holding(team=team, kind=record.kind, ids=[i for i, _ in verdicts])
+        result.gone = [i for i, _ in verdicts if i not in holders]
+        verdicts = [(i, verdict) for i, verdict in verdicts if i in holders]
         # One verdict per (search, result): the unique constraint decides, also between two
         # concurrent reports, and only the rows actually inserted move the counts.
         cursor.execute(
@@ -144,19 +156,48 @@ def feedback_record(
         result.used = [i for i in used if inserted.get(i) == FeedbackVerdict.USED]
         result.not_helpful = [i for i in not_helpful if inserted.get(i) == FeedbackVerdict.NOT_HELPFUL]
         result.already_recorded = [i for i, _ in verdicts if i not in inserted]
+        result.merged = {i: holders[i] for i in [*result.used, *result.not_helpful] if holders[i] != i}
         if result.used:
             cursor.execute(
                 f"UPDATE {table} SET used_count = used_count + 1, last_used_at = %s"
                 " WHERE team_id = %s AND id = ANY(%s::bigint[])",
-                [now, team.pk, sorted(result.used)],
+                [now, team.pk, sorted({holders[i] for i in result.used})],
             )
         if result.not_helpful:
             cursor.execute(
                 f"UPDATE {table} SET not_helpful_count = not_helpful_count + 1"
                 " WHERE team_id = %s AND id = ANY(%s::bigint[])",
-                [team.pk, sorted(result.not_helpful)],
+                [team.pk, sorted({holders[i] for i in result.not_helpful})],
             )
     return result
+
+
+def _rows_holding(*, team: Team, kind: str, ids: list[int]) -> dict[int, int]:
+    """Each of `ids` (a search's results) -> the row that holds it now: itself, or the row a merge
+    since the search folded it into (merge records move to whoever absorbs the kept row, so one
+    lookup is enough). An id deleted since is left out. The rows are locked FOR SHARE until the
+    caller's transaction ends: a merge or delete (which lock them FOR UPDATE) waits for the counts."""
+    table = TABLES[kind]
+
+    def present(candidates) -> set[int]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id FROM {table} WHERE team_id = %s AND id = ANY(%s::bigint[]) ORDER BY id FOR SHARE",
+                [team.pk, sorted(set(candidates))],
+            )
+            return {row[0] for row in cursor.fetchall()}
+
+    found = present(ids)
+    holders = {i: i for i in ids if i in found}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        model, merged_field, kept_field = MERGES[kind]
+        absorbed = dict(
+            model.objects.filter(team=team, **{f"{merged_field}__in": missing}).values_list(merged_field, kept_field)
+        )
+        kept = present(absorbed.values()) if absorbed else set()
+        holders.update({i: absorbed[i] for i in missing if absorbed.get(i) in kept})
+    return holders
 
 
 def searches_purge(*, older_than_days: int | None = None, now: datetime | None = None, dry_run: bool = False) -> int:

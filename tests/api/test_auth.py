@@ -2,7 +2,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
-from lessons.models import ApiKey
+from lessons.models import ApiKey, Lesson
 from lessons.services.api_keys import api_key_create, api_key_revoke
 from tests.api.conftest import JsonClient
 from tests.factories import LessonFactory
@@ -105,11 +105,53 @@ def test_a_session_without_staff_rights_is_401(team):
     assert client.get("/lessons", HTTP_X_TEAM="acme").status_code == 401
 
 
-def test_a_key_sees_only_its_own_team_even_when_naming_another(team, other_team):
+def test_a_key_answers_for_its_own_team_and_refuses_a_selector_naming_another(team, other_team):
+    """A key with `X-Team` or `?team=` naming another team answered for the key's team, the
+    selector ignored without a word; naming the key's own team is fine."""
     LessonFactory(team=other_team, title="Globex lesson")
-    _, raw_key = api_key_create(team=team, name="agent")
-    response = JsonClient(raw_key).get("/lessons", {"team": "globex"}, HTTP_X_TEAM="globex")
-    assert response.json()["count"] == 0
+    agent = JsonClient(api_key_create(team=team, name="agent")[1])
+    refused = agent.get("/lessons", {"team": "globex"}, HTTP_X_TEAM="globex")
+    assert refused.status_code == 422
+    assert [error["field"] for error in refused.json()["errors"]] == ["X-Team", "?team="]
+    assert refused.json()["errors"][0]["message"] == (
+        "names team 'globex', but the API key sent is team 'acme''s and answers for that team only; "
+        "leave X-Team out, or send a key of team 'globex'"
+    )
+    assert agent.post("/lessons", {"title": "Where?"}, HTTP_X_TEAM="globex").status_code == 422
+    assert not Lesson.objects.filter(title="Where?").exists()
+    assert agent.get("/lessons", {"team": "acme"}, HTTP_X_TEAM="acme").json()["count"] == 0
+
+
+def test_an_invalid_key_sent_with_a_staff_session_is_401_not_the_session(team):
+    """`Authorization: Bearer msk_bogus` plus a staff session answered 200 for the session's team."""
+    client = _staff_client()
+    client.client.defaults["HTTP_AUTHORIZATION"] = "Bearer msk_bogus"
+    response = client.get("/lessons", HTTP_X_TEAM="acme")
+    assert response.status_code == 401
+    del client.client.defaults["HTTP_AUTHORIZATION"]
+    assert client.get("/lessons", HTTP_X_TEAM="acme").status_code == 200  # the session alone still works
+
+
+def test_two_team_selectors_that_disagree_are_refused_naming_both(team, other_team):
+    client = _staff_client()
+    response = client.get("/lessons", {"team": "acme"}, HTTP_X_TEAM="globex")
+    assert response.status_code == 422
+    body = response.json()
+    assert [error["field"] for error in body["errors"]] == ["X-Team", "?team="]
+    assert body["errors"][0]["message"] == (
+        "the team is named twice, differently (X-Team 'globex' and ?team= 'acme'); name one team"
+    )
+    twice = client.get("/lessons?team=acme&team=globex")
+    assert twice.status_code == 422 and "?team= 'acme' and ?team= 'globex'" in twice.json()["detail"]
+    assert client.get("/lessons", {"team": "acme"}, HTTP_X_TEAM="acme").status_code == 200  # the same team
+
+
+def test_a_session_with_another_teams_key_answers_for_the_key_and_refuses_a_header_naming_another(team, other_team):
+    LessonFactory(team=other_team, title="Globex lesson")
+    client = _staff_client()
+    client.client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {api_key_create(team=other_team, name='agent')[1]}"
+    assert client.get("/lessons", HTTP_X_TEAM="acme").status_code == 422
+    assert client.get("/lessons").json()["items"][0]["title"] == "Globex lesson"
 
 
 def test_staff_writes_need_the_csrf_token(team):

@@ -185,7 +185,7 @@ def test_a_misspelt_query_parameter_is_refused_by_name_not_ignored(api, path, pa
     [error] = response.json()["errors"]
     assert error["field"] == name and error["message"].startswith(f"not a parameter of /api/v1{path}; it takes ")
     known = {key: value for key, value in params.items() if key != name}
-    assert api.get(path, {**known, "team": "ignored-for-keys"}).status_code == 200  # limit, team: fine
+    assert api.get(path, {**known, "team": "acme"}).status_code == 200  # limit, team (the key's own): fine
 
 
 def test_a_detail_endpoint_takes_no_query_parameters(api, team):
@@ -263,3 +263,20 @@ def test_semantic_mode_takes_a_keyword_weight_for_the_callers_tech_stack(api):
             "weights": {"semantic": 0, "keyword": 1, "quality": 0}, "explain": True}
     response = api.post("/search", body)
     assert response.status_code == 200, response.content
+
+
+@pytest.mark.parametrize("path, params, name", [
+    ("/lessons", {"text": ["cache", "redis"]}, "text"),
+    ("/lessons", {"external_id": ["a", "b"]}, "external_id"),
+    ("/lessons", {"limit": ["5", "10"]}, "limit"),
+    ("/lessons", {"offset": ["0", "0"]}, "offset"),
+    ("/memories", {"min_importance": ["3", "5"]}, "min_importance"),
+    ("/memories/events", {"days": ["7", "30"]}, "days"),
+    ("/lessons/patterns", {"feature": ["Auth", "Search"]}, "feature"),
+    ("/lessons/duplicates", {"threshold": ["0.1", "0.2"]}, "threshold"),
+])
+def test_a_repeated_parameter_that_takes_one_value_is_refused_not_the_last_kept(api, path, params, name):
+    """`text=cache&text=redis` answered as `text=redis`, without a word."""
+    response = api.get(path, params)
+    assert response.status_code == 422, response.content
+    assert response.json()["errors"] == [{"field": name, "message": "given 2 times; it takes one value"}]

@@ -83,6 +83,8 @@ def test_feedback_is_recorded_and_counted_once(api, lessons):
         "search_id": answer["search_id"],
         "recorded": {"used": [first], "not_helpful": others[:1]},
         "already_recorded": [],
+        "merged": [],
+        "gone": [],
     }
     again = api.post("/feedback", body)
     assert again.status_code == 202
@@ -169,3 +171,26 @@ def test_a_lesson_folded_into_a_hit_can_be_reported(api, team, lessons, django_c
     response = api.post("/feedback", {"search_id": answer["search_id"], "used": [folded]})
     assert response.status_code == 202, response.content
     assert Lesson.objects.get(pk=folded).used_count == 1
+
+
+def test_feedback_on_a_lesson_merged_or_deleted_since_the_search(api, team, django_capture_on_commit_callbacks):
+    """The tester's case: "zebra striping" finds two lessons, one is merged into the other, then
+    `used` on the merged one answered "recorded" and no count moved; after a delete, a verdict on
+    the deleted lesson was "recorded" too."""
+    with django_capture_on_commit_callbacks(execute=True):
+        kept = lesson_create(team=team, title="Zebra striping makes long tables readable", category="frontend")
+        merged = lesson_create(team=team, title="Use zebra striping on wide data tables", category="design")
+    answer = _search(api, query="zebra striping")
+    assert {kept.pk, merged.pk} <= {i for hit in answer["results"] for i in [hit["id"], *hit["collapsed_ids"]]}
+    assert api.post(f"/lessons/{kept.pk}/merge", {"merge_ids": [merged.pk]}).status_code == 200
+
+    response = api.post("/feedback", {"search_id": answer["search_id"], "used": [merged.pk]})
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert (body["recorded"]["used"], body["merged"]) == ([merged.pk], [{"id": merged.pk, "counted_for": kept.pk}])
+    assert Lesson.objects.get(pk=kept.pk).used_count == 1
+
+    assert api.delete(f"/lessons/{kept.pk}").status_code == 204
+    gone = api.post("/feedback", {"search_id": answer["search_id"], "not_helpful": [kept.pk]})
+    assert gone.status_code == 202
+    assert (gone.json()["recorded"], gone.json()["gone"]) == ({"used": [], "not_helpful": []}, [kept.pk])

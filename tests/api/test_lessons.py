@@ -40,9 +40,73 @@ def test_propose_accept_reject(api, team):
     assert created.status_code == 201
     assert created.json()["status"] == "proposed"
     lesson_id = created.json()["id"]
-    assert api.post(f"/lessons/{lesson_id}/accept").json()["status"] == "confirmed"
+    accepted = api.post(f"/lessons/{lesson_id}/accept")
+    assert (accepted.status_code, accepted.json()["status"], accepted.json()["changed"]) == (200, "confirmed", True)
+    rejected = api.post("/lessons/propose", {"title": "Maybe cache tokens"}).json()["id"]
+    answer = api.post(f"/lessons/{rejected}/reject").json()
+    assert (answer["status"], answer["changed"]) == ("rejected", True)
+
+
+def test_accept_and_reject_decide_proposals_only(api, team):
+    """Reject a proposal, accept it, reject it again: each answered 200, so any key could retire a
+    confirmed lesson from every search or revive a rejected one, and of two agents deciding one
+    proposal the last silently won. Now a decided lesson is changed by a PATCH of its status only."""
+    lesson_id = api.post("/lessons/propose", {"title": "Maybe cache sessions"}).json()["id"]
     assert api.post(f"/lessons/{lesson_id}/reject").json()["status"] == "rejected"
+
+    again = api.post(f"/lessons/{lesson_id}/reject")  # the same decision: nothing to do, said so
+    assert (again.status_code, again.json()["status"], again.json()["changed"]) == (200, "rejected", False)
+
+    revived = api.post(f"/lessons/{lesson_id}/accept")
+    assert revived.status_code == 409
+    assert revived.json()["errors"][0]["field"] == "status"
+    assert revived.json()["detail"] == (
+        f"status: lesson {lesson_id} is rejected, not a proposal: accept decides proposals only; "
+        f"to change a decided lesson, PATCH /api/v1/lessons/{lesson_id} with its new status"
+    )
     assert Lesson.objects.get(pk=lesson_id).status == "rejected"
+
+    confirmed = LessonFactory(team=team, title="Use RLS", status="confirmed")
+    retired = api.post(f"/lessons/{confirmed.pk}/reject")
+    assert retired.status_code == 409
+    assert "is confirmed, not a proposal: reject decides proposals only" in retired.json()["detail"]
+    assert Lesson.objects.get(pk=confirmed.pk).status == "confirmed"
+    # the way the 409 names still works
+    assert api.patch(f"/lessons/{confirmed.pk}", {"status": "rejected"}).json()["status"] == "rejected"
+
+
+def test_status_and_category_take_several_values_as_tag_and_tech_stack_do(api, team):
+    """`status=rejected&status=proposed` listed the proposed ones only (the last value won)."""
+    rejected = LessonFactory(team=team, status="rejected", category="database")
+    proposed = LessonFactory(team=team, status="proposed", category="security")
+    LessonFactory(team=team, status="confirmed", category="frontend")
+
+    def ids(params):
+        response = api.get("/lessons", params)
+        assert response.status_code == 200, response.content
+        return {row["id"] for row in response.json()["items"]}
+
+    assert ids({"status": ["rejected", "proposed"]}) == {rejected.pk, proposed.pk}
+    assert ids({"category": ["database", "Security"]}) == {rejected.pk, proposed.pk}
+    assert ids({"status": "rejected"}) == {rejected.pk}
+    wrong = api.get("/lessons", {"status": ["rejected", "retired"]})
+    assert wrong.status_code == 422 and wrong.json()["errors"][0]["field"] == "status.1"
+
+
+def test_the_contract_shows_the_list_filters_as_arrays(anonymous):
+    operation = anonymous.get("/openapi.json").json()["paths"]["/api/v1/lessons"]["get"]
+    schemas = {parameter["name"]: parameter["schema"] for parameter in operation["parameters"]}
+    for name in ("status", "category", "tag", "tech_stack", "project_type"):
+        assert "array" in str(schemas[name]), (name, schemas[name])
+    assert "array" not in str(schemas["text"]) and "array" not in str(schemas["external_id"])
+
+
+def test_the_contract_describes_accept_and_reject(anonymous):
+    paths = anonymous.get("/openapi.json").json()["paths"]
+    for decision in ("accept", "reject"):
+        operation = paths[f"/api/v1/lessons/{{lesson_id}}/{decision}"]["post"]
+        assert operation["summary"].startswith(f"{decision.capitalize()} a proposal")
+        assert "409" in operation["responses"] and "PATCH" in operation["description"]
 
 
 def test_propose_refuses_a_status(api):

@@ -109,3 +109,26 @@ def test_a_lessons_long_texts_are_held_to_the_apis_limit(team, field):
         lesson_services.lesson_create(team=team, title="Long", **{field: "x" * 20_001})
     assert field in refused.value.message_dict
     assert not Lesson.objects.exists()
+
+
+def test_deciding_a_proposal_locks_it_and_a_proposal_decided_meanwhile_is_not_decided_again(team):
+    """The API's accept and reject acted on whatever they were given: a second agent's "accept"
+    after the first one's "reject" revived the lesson. The row is locked and read again."""
+    proposal = lesson_services.lesson_propose(team=team, title="Maybe cache the session")
+    stale = Lesson.objects.get(pk=proposal.pk)  # read while it was a proposal
+    with CaptureQueriesContext(connection) as queries:
+        first = lesson_services.lesson_decide_proposal(lesson=proposal, decision="reject")
+    assert (first.lesson.status, first.changed) == ("rejected", True)
+    first_read = next(query["sql"] for query in queries if query["sql"].startswith("SELECT"))
+    assert first_read.endswith("FOR UPDATE")
+
+    with pytest.raises(lesson_services.LessonNotAProposal, match="is rejected, not a proposal") as refused:
+        lesson_services.lesson_decide_proposal(lesson=stale, decision="accept")
+    assert refused.value.status == "rejected"
+    repeated = lesson_services.lesson_decide_proposal(lesson=stale, decision="reject")
+    assert (repeated.lesson.status, repeated.changed) == ("rejected", False)
+    assert Lesson.objects.get(pk=proposal.pk).status == "rejected"
+
+    curation_services.lesson_merge(keep=lesson_services.lesson_create(team=team, title="Kept"), merged=[stale])
+    with pytest.raises(Lesson.DoesNotExist, match="deleted or merged meanwhile"):
+        lesson_services.lesson_decide_proposal(lesson=stale, decision="reject")

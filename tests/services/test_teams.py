@@ -14,7 +14,9 @@ def test_create_names_the_team_after_its_slug_unless_named():
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("slug, message", [
-    ("bad slug!", "slug: Enter a valid"),
+    ("bad slug!", r"slug: 'bad slug!' is not a usable slug; use only lowercase ASCII letters \(a-z\), digits, "
+                  "hyphens and underscores, at most 100 characters"),
+    ("ünï", r"slug: 'ünï' is not a usable slug; use only lowercase ASCII letters"),  # letters, but not ASCII
     ("", "slug: a team needs a slug"),
     ("x" * 101, "slug: Ensure this value has at most 100"),
     ("Acme", r"slug: Use lowercase letters \(acme, not Acme\)"),
@@ -64,7 +66,7 @@ def test_get_or_create_slugifies_and_returns_the_existing_team():
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("slug, message", [
-    ("", r"^slug: a team needs a slug \(lowercase letters"),  # not also "name: cannot be blank"
+    ("", r"^slug: a team needs a slug \(lowercase ASCII letters"),  # not also "name: cannot be blank"
     ("   ", r"^slug: a team needs a slug"),
 ])
 def test_a_blank_slug_is_one_message_about_the_slug(slug, message):
@@ -80,7 +82,8 @@ def test_an_unknown_slug_that_could_not_be_one_is_not_offered_to_create_team(slu
     with pytest.raises(TeamError) as raised:
         team_for_slug(slug=slug)
     assert "create_team" not in str(raised.value)
-    assert str(raised.value).endswith("; a slug is lowercase letters, digits, hyphens and underscores")
+    assert str(raised.value).endswith(
+        "; a slug is lowercase ASCII letters (a-z), digits, hyphens and underscores, at most 100 characters")
 
 
 @pytest.mark.django_db

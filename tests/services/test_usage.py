@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from lessons.models import Lesson, Memory, SearchFeedback, SearchRecord
+from lessons.services.curation import lesson_merge, memory_merge
 from lessons.services.usage import feedback_record, search_record, searches_purge, usage_reset
 from tests.factories import LessonFactory, MemoryFactory
 
@@ -67,6 +68,7 @@ def test_feedback_counts_used_and_not_helpful_once_per_result(team):
     result = feedback_record(team=team, search_id=search_id, used=[a.pk, a.pk], not_helpful=[c.pk])
     assert result.as_dict() == {
         "search_id": str(search_id), "recorded": {"used": [a.pk], "not_helpful": [c.pk]}, "already_recorded": [],
+        "merged": [], "gone": [],
     }
     assert counts(Lesson, a.pk) == (1, 1, 0) and counts(Lesson, c.pk) == (1, 0, 1)
     assert Lesson.objects.get(pk=a.pk).last_used_at is not None
@@ -154,3 +156,40 @@ def test_a_search_that_cannot_be_recorded_is_answered_without_an_id(team, caplog
     assert not SearchRecord.objects.exists()
     assert counts(Lesson, a.pk) == (0, 0, 0)  # nothing half-written
     assert record(team, [a.pk]) is not None  # and the connection is still usable
+
+
+def test_a_verdict_on_a_row_merged_away_since_counts_for_the_row_that_absorbed_it(team):
+    """Used on a lesson merged into another after the search: "recorded", and no count moved
+    anywhere. The merge record names the row that holds it now (also after a second merge)."""
+    kept, merged, third = LessonFactory(team=team), LessonFactory(team=team), LessonFactory(team=team)
+    search_id = record(team, [kept.pk, merged.pk, third.pk])
+    lesson_merge(keep=kept, merged=[merged])
+    result = feedback_record(team=team, search_id=search_id, used=[merged.pk])
+    assert (result.used, result.merged, result.gone) == ([merged.pk], {merged.pk: kept.pk}, [])
+    assert Lesson.objects.get(pk=kept.pk).used_count == 1
+    assert feedback_record(team=team, search_id=search_id, used=[merged.pk]).already_recorded == [merged.pk]
+
+    lesson_merge(keep=third, merged=[Lesson.objects.get(pk=kept.pk)])  # the records move to `third`
+    later = feedback_record(team=team, search_id=search_id, not_helpful=[kept.pk])
+    assert later.merged == {kept.pk: third.pk}
+    assert Lesson.objects.get(pk=third.pk).not_helpful_count == 1
+
+
+def test_a_verdict_on_a_row_deleted_since_is_not_claimed_as_recorded(team):
+    a, b = LessonFactory(team=team), LessonFactory(team=team)
+    search_id = record(team, [a.pk, b.pk])
+    Lesson.objects.filter(pk=a.pk).delete()
+    result = feedback_record(team=team, search_id=search_id, used=[b.pk], not_helpful=[a.pk])
+    assert result.as_dict()["recorded"] == {"used": [b.pk], "not_helpful": []}
+    assert (result.gone, result.already_recorded) == ([a.pk], [])
+    assert list(SearchFeedback.objects.filter(search_id=search_id).values_list("result_id", flat=True)) == [b.pk]
+    assert counts(Lesson, b.pk) == (1, 1, 0)
+
+
+def test_a_memory_merged_away_since_counts_for_the_memory_kept(team):
+    kept, merged = MemoryFactory(team=team), MemoryFactory(team=team)
+    search_id = record(team, [kept.pk, merged.pk], kind="memories")
+    memory_merge(keep=kept, merged=merged)
+    result = feedback_record(team=team, search_id=search_id, used=[merged.pk])
+    assert result.as_dict()["merged"] == [{"id": merged.pk, "counted_for": kept.pk}]
+    assert counts(Memory, kept.pk)[1] == 1

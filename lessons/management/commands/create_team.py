@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from lessons.services.teams import TeamError, team_create
+from lessons.services.teams import SLUG_RULE, TeamError, team_create
 
 
 class Command(BaseCommand):
@@ -9,7 +9,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "slug",
-            help="Short identifier: lowercase letters, digits, hyphens, underscores (e.g. acme).",
+            help=f"Short identifier: {SLUG_RULE} (e.g. acme).",
         )
         parser.add_argument("--name", help="Display name (default: the slug).")
 

@@ -22,7 +22,9 @@ config.requestInterceptor = (request) => {
         request.headers["X-CSRFToken"] = pageSettings.csrfToken;
     }
     const sameOrigin = new URL(request.url, window.location.href).origin === window.location.origin;
-    if (teamPicker && teamPicker.value && sameOrigin && !request.headers[pageSettings.teamHeader]) {
+    // A key given with "Authorize" answers for its own team: the picker's team beside it is refused.
+    const keySent = Boolean(request.headers.Authorization);
+    if (teamPicker && teamPicker.value && sameOrigin && !keySent && !request.headers[pageSettings.teamHeader]) {
         request.headers[pageSettings.teamHeader] = teamPicker.value;
     }
     return request;
