@@ -9,18 +9,21 @@ back as a tool error naming the field, exactly as the HTTP API would name it.
 import json
 import logging
 
+import anyio
 import mcp_types as types
 import pydantic
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DatabaseError, DataError, IntegrityError, ProgrammingError, close_old_connections
+from django.db import DatabaseError, DataError, IntegrityError, ProgrammingError, close_old_connections, connections
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from lessons.api import errors
 from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME
 from lessons.error_text import one_line
+from lessons.mcp_stdio import checked_lines
 from lessons.models import Team
 from lessons.search.types import SearchRequestError
 from lessons.services.api_keys import api_key_authenticate
@@ -45,7 +48,9 @@ def mcp_tools() -> list[types.Tool]:
 
 def _error(body: dict) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(body))], structured_content=body, is_error=True
+        content=[types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+        structured_content=body,
+        is_error=True,
     )
 
 
@@ -53,9 +58,14 @@ class KeyNoLongerValid(Exception):
     """The API key the server was started with was revoked (or deleted) since."""
 
 
+class TeamNoLongerExists(Exception):
+    """The team the server was started for was deleted since."""
+
+
 def _call(*, team: Team, name: str, arguments: dict | None, api_key: str | None = None):
-    """Runs in a worker thread: the ORM is synchronous. Connections are recycled as after an
-    HTTP request, since this process lives as long as the agent's session.
+    """Runs in a worker thread of its own: the ORM is synchronous. The thread's connection is
+    closed when the call ends: a pool thread may not serve the session's next call, and a
+    connection left on an idle thread outlived the session's use of it.
 
     A server started with an API key checks it before every call, as the HTTP API checks every
     request: a key revoked while an agent's session ran went on reading and writing for as long as
@@ -66,9 +76,15 @@ def _call(*, team: Team, name: str, arguments: dict | None, api_key: str | None 
             raise KeyNoLongerValid(
                 "the API key this server was started with is unknown or revoked; nothing was done"
             )
+        if not Team.objects.filter(pk=team.pk).exists():
+            # a deleted team's writes failed on its foreign key, its reads answered as for an empty team
+            raise TeamNoLongerExists(
+                f"the team this server serves ({team.slug}) no longer exists; nothing was done: "
+                "restart the server for another team"
+            )
         return TOOLS_BY_NAME[name].call(team=team, arguments=arguments)
     finally:
-        close_old_connections()
+        connections.close_all()
 
 
 def call_tool_result(*, result) -> types.CallToolResult:
@@ -89,11 +105,15 @@ def build_server(*, team: Team, api_key: str | None = None) -> Server:
             known = ", ".join(sorted(TOOLS_BY_NAME))
             return _error(errors.field_error("name", f"no tool {params.name!r}; the tools are {known}"))
         try:
-            result = await sync_to_async(_call, thread_sensitive=True)(
+            # each call on a thread of its own: one call waiting on a lock held elsewhere made every
+            # other call of the session wait behind it
+            result = await sync_to_async(_call, thread_sensitive=False)(
                 team=team, name=params.name, arguments=params.arguments, api_key=api_key
             )
         except KeyNoLongerValid as error:
             return _error(errors.field_error("api_key", str(error)))
+        except TeamNoLongerExists as error:
+            return _error(errors.field_error("team", str(error)))
         except pydantic.ValidationError as error:
             return _error(errors.pydantic_validation_errors(error))
         except DjangoValidationError as error:
@@ -128,7 +148,18 @@ def build_server(*, team: Team, api_key: str | None = None) -> Server:
     )
 
 
-async def serve_stdio(*, team: Team, api_key: str | None = None) -> None:
+async def serve_stdio(*, team: Team, api_key: str | None = None, stdin_fd: int = 0) -> None:
+    """Serve on this process's stdin and stdout. Lines the SDK cannot read are answered by
+    mcp_stdio (it would drop them unanswered); stdout stays the SDK's alone."""
     server = build_server(team=team, api_key=api_key)
-    async with stdio_server() as (read_stream, write_stream):
+    outgoing = {}
+    connected = anyio.Event()
+
+    async def answer(error: types.JSONRPCError) -> None:
+        await connected.wait()
+        await outgoing["stream"].send(SessionMessage(error))
+
+    async with stdio_server(stdin=checked_lines(stdin_fd, answer)) as (read_stream, write_stream):
+        outgoing["stream"] = write_stream
+        connected.set()
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -46,6 +46,9 @@ def test_mcp_command_needs_exactly_one_way_to_choose_the_team(team, monkeypatch)
     monkeypatch.setenv("MEMORY_STORE_API_KEY", "msk_not_a_real_key")  # named where it came from
     with pytest.raises(CommandError, match="^MEMORY_STORE_API_KEY: unknown or revoked key$"):
         call_command("mcp")
+    # --team passed over the key in the environment without a word, and served the team
+    with pytest.raises(CommandError, match="exactly one of --team SLUG or a key: MEMORY_STORE_API_KEY is set too"):
+        call_command("mcp", "--team", "acme")
 
 
 def test_an_unknown_team_says_how_to_create_it(db):
@@ -77,6 +80,14 @@ def test_create_team_command_validates_before_it_writes(db):
         call_command("create_team", "acme", stdout=StringIO())
     with pytest.raises(CommandError, match="slug: Ensure this value has at most 100 characters"):
         call_command("create_team", "a" * 150, stdout=StringIO())
-    with pytest.raises(CommandError, match="slug: Enter a valid"):
+    with pytest.raises(CommandError, match="slug: 'not a slug' is not a usable slug"):
         call_command("create_team", "not a slug", stdout=StringIO())
-    assert Team.objects.count() == 1
+    # "letters, numbers, underscores or hyphens", Django's words, said that "ünï" was letters
+    with pytest.raises(CommandError) as refused:
+        call_command("create_team", "ünï", stdout=StringIO())
+    assert str(refused.value) == (
+        "slug: 'ünï' is not a usable slug; use only lowercase ASCII letters (a-z), digits, hyphens and "
+        "underscores, at most 100 characters (e.g. acme)"
+    )
+    call_command("create_team", "my_team-2", stdout=StringIO())  # what the message allows is allowed
+    assert Team.objects.count() == 2

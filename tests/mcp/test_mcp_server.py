@@ -6,12 +6,15 @@ commit their data (`transaction=True`)."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import quote
 
 import anyio
+import psycopg
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import DataError, IntegrityError, ProgrammingError, connection, connections
@@ -336,3 +339,116 @@ def test_timestamps_are_written_as_the_api_writes_them(team):
     _, raw_key = api_key_create(team=team, name="agent")
     read = JsonClient(raw_key).get(f"/lessons/{stored['id']}").json()
     assert (stored["created_at"], stored["updated_at"]) == (read["created_at"], read["updated_at"])
+
+
+def _start_server(team, **environment):
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "mcp", "--team", team.slug],
+        cwd=PROJECT_ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "DATABASE_URL": _test_database_url(), "DJANGO_DEBUG": "1", "EMBEDDING_WARM_UP": "0",
+             **environment},
+        # a test runner may ignore SIGINT; the server is started as from a terminal
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def _send(server, message) -> None:
+    server.stdin.write((message if isinstance(message, str) else json.dumps(message)) + "\n")
+    server.stdin.flush()
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
+
+
+def test_lines_the_sdk_cannot_read_are_answered_not_dropped(team):
+    """A line that is not JSON, or a request holding a lone surrogate (JSON allows "\\ud800", and
+    Node-based clients write it), got no answer at all: the client waited for its own timeout."""
+    server = _start_server(team)
+    try:
+        _send(server, INITIALIZE)
+        assert json.loads(server.stdout.readline())["id"] == 1
+        _send(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(server, "this is not json")
+        _send(server, '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "store_lesson",'
+                      ' "arguments": {"title": "lone \\ud800 surrogate"}}}')
+        _send(server, {"jsonrpc": "2.0", "id": 8, "method": "ping"})
+        answers = [json.loads(server.stdout.readline()) for _ in range(3)]
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+        server.stdout.close()
+        server.stderr.close()
+    assert answers[0]["id"] is None and answers[0]["error"]["code"] == -32700
+    assert answers[1]["id"] == 7 and answers[1]["error"]["code"] == -32602
+    assert answers[1]["error"]["message"].startswith("params.arguments.title: not valid Unicode text")
+    assert answers[2] == {"jsonrpc": "2.0", "id": 8, "result": {}}  # the session goes on
+    assert not Lesson.objects.exists()
+
+
+def test_ctrl_c_ends_the_server_while_its_client_is_still_connected(team):
+    """A thread blocked reading stdin kept Ctrl-C from ending the server until the next line."""
+    server = _start_server(team)
+    try:
+        _send(server, INITIALIZE)
+        assert json.loads(server.stdout.readline())["id"] == 1
+        server.send_signal(signal.SIGINT)
+        status = server.wait(timeout=30)  # it took another line of input, however long that was
+        errors = server.stderr.read()
+    finally:
+        server.kill()
+        for stream in (server.stdin, server.stdout, server.stderr):
+            stream.close()
+    assert status == 130 and "interrupted (Ctrl-C)" in errors
+
+
+def test_a_call_waiting_on_a_lock_does_not_hold_up_the_sessions_other_calls(team):
+    finished = []
+    locked = anyio.Event()
+
+    def hold_the_lessons_table():
+        with psycopg.connect(_test_database_url()) as blocker, blocker.transaction():
+            blocker.execute("LOCK TABLE lessons_lesson IN ACCESS EXCLUSIVE MODE")
+            anyio.from_thread.run_sync(locked.set)
+            time.sleep(3)
+            finished.append("lock released")
+
+    async def session(client):
+        async def call(name, arguments):
+            result = await client.call_tool(name, arguments)
+            finished.append(name)
+            return result
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(anyio.to_thread.run_sync, hold_the_lessons_table)
+            await locked.wait()
+            group.start_soon(call, "store_lesson", {"title": "Written after the lock"})
+            await anyio.sleep(0.2)
+            group.start_soon(call, "get_interests", {})
+
+    _run(session)(team)
+    # one thread for every call: the read of memories waited 20 s behind the write to lessons
+    assert finished.index("get_interests") < finished.index("lock released") < finished.index("store_lesson")
+    assert Lesson.objects.filter(title="Written after the lock").exists()
+
+
+def test_a_team_deleted_under_a_running_server_is_a_tool_error_naming_team(team):
+    async def session(client):
+        before = await client.call_tool("get_all_friends", {})
+        await sync_to_async(lambda: type(team).objects.filter(pk=team.pk).delete())()
+        return before, await client.call_tool("store_memory", {"content": "Met Ana"}), await client.call_tool(
+            "search_lessons", {"query": "anything"})
+
+    before, stored, searched = _run(session)(team)
+    assert not before.is_error
+    for result in (stored, searched):  # writes failed on a foreign key, reads answered as for an empty team
+        assert result.is_error and _payload(result)["errors"][0]["field"] == "team"
+        assert "no longer exists" in _payload(result)["errors"][0]["message"]
+
+
+def test_tool_errors_show_unicode_as_it_is(team):
+    async def session(client):
+        return await client.call_tool("store_memory", {"content": "A name", "people": ["😀"]})
+
+    result = _run(session)(team)
+    assert result.is_error and "😀" in result.content[0].text and "\\ud83d" not in result.content[0].text

@@ -27,6 +27,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, team=None, api_key=None, **options):
         key_source = "--api-key" if api_key else API_KEY_ENVIRONMENT_VARIABLE
+        if team and not api_key and os.environ.get(API_KEY_ENVIRONMENT_VARIABLE):
+            # the key in the environment was silently passed over for --team, unchecked
+            raise CommandError(f"give exactly one of --team SLUG or a key: {API_KEY_ENVIRONMENT_VARIABLE} is set too "
+                               "(unset it to serve --team)")
         api_key = api_key or (os.environ.get(API_KEY_ENVIRONMENT_VARIABLE) if not team else None)
         if bool(team) == bool(api_key):
             raise CommandError(f"give exactly one of --team SLUG or --api-key KEY (or {API_KEY_ENVIRONMENT_VARIABLE})")

@@ -1,0 +1,109 @@
+"""Standard input for the MCP server: lines read without a blocking thread, and lines the SDK would
+drop answered here.
+
+The SDK's stdio transport reads stdin on a worker thread and drops a line it cannot read as a
+JSON-RPC message: a client got no answer at all to a line that is not JSON, or to a request whose
+strings hold a lone surrogate (`"\\ud800"`, which JSON allows and Node-based clients write), and
+waited for its own timeout. Such a line is answered here: a parse error (-32700), or an error
+naming the field with the request's own id. And a thread blocked in `read()` kept Ctrl-C from ending
+the server until the next line came; a pipe or terminal is read here when the event loop says it
+is readable, so Ctrl-C cancels the read at once.
+"""
+
+import json
+import os
+import stat
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import anyio
+import mcp_types as types
+import pydantic
+
+CHUNK = 65536
+
+
+async def _chunks(fd: int) -> AsyncIterator[bytes]:
+    """What arrives on `fd` until its end. A pipe, socket or terminal is waited on by the event
+    loop; a regular file (`< requests.jsonl`), which epoll cannot wait on, is read on a thread."""
+    mode = os.fstat(fd).st_mode
+    pollable = stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+    while True:
+        if pollable:
+            await anyio.wait_readable(fd)
+            chunk = os.read(fd, CHUNK)
+        else:
+            chunk = await anyio.to_thread.run_sync(os.read, fd, CHUNK)
+        if not chunk:
+            return
+        yield chunk
+
+
+def _lone_surrogate_path(value, path: str = "") -> str | None:
+    """The path ("params.arguments.title") of the first string holding a lone surrogate, or None."""
+    if isinstance(value, str):
+        return path if any("\ud800" <= character <= "\udfff" for character in value) else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, str) and _lone_surrogate_path(key) is not None:
+            return f"{path}.{key.encode('utf-8', 'backslashreplace').decode()}".lstrip(".")
+        found = _lone_surrogate_path(item, f"{path}.{key}".lstrip("."))
+        if found is not None:
+            return found
+    return None
+
+
+def unreadable_line_error(line: str) -> types.JSONRPCError | None:
+    """The error to answer a line with that the SDK cannot read, or None when it can."""
+    try:
+        message = json.loads(line)
+    except ValueError as error:
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=None,
+            error=types.ErrorData(code=types.PARSE_ERROR, message=f"not a JSON line: {error}"),
+        )
+    request_id = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        request_id = None
+    field = _lone_surrogate_path(message)
+    if field is not None:
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=request_id,
+            error=types.ErrorData(code=types.INVALID_PARAMS,
+                                  message=f"{field}: not valid Unicode text (a lone surrogate); nothing was done"),
+        )
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"][1:]) or "message"
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=request_id,
+            error=types.ErrorData(code=types.INVALID_REQUEST,
+                                  message=f"not a JSON-RPC 2.0 message ({where}: {first['msg']})"),
+        )
+    return None
+
+
+async def checked_lines(fd: int, answer: Callable[[types.JSONRPCError], Awaitable[None]]) -> AsyncIterator[str]:
+    """The lines of `fd` the SDK can read; every other line is answered through `answer`. Blank
+    lines are skipped, as the SDK's reader would fail them."""
+    pending = b""
+    async for chunk in _chunks(fd):
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for raw in complete:
+            async for line in _readable(raw, answer):
+                yield line
+    async for line in _readable(pending, answer):
+        yield line
+
+
+async def _readable(raw: bytes, answer) -> AsyncIterator[str]:
+    line = raw.decode("utf-8", errors="replace").strip()
+    if not line:
+        return
+    error = unreadable_line_error(line)
+    if error is None:
+        yield line
+    else:
+        await answer(error)
