@@ -80,6 +80,7 @@ class ScoringPlan:
     # the tuned weights for this query over the same parts: labels judge meaning and words by them
     # when the caller's own weights give both nothing
     default_weights: dict[str, float] = field(default_factory=dict)
+    query_terms: int = 0  # the keyword query's content terms (labels: the share of them a row matched)
 
 
 def active_weights(weights: dict[str, float], *, semantic: bool, keyword: bool) -> dict[str, float]:
@@ -196,14 +197,17 @@ def absolute_keyword(bm25: float, bm25_max: float, calibration: dict[str, float]
     return _clip(bm25 / (calibration["keyword_full"] * bm25_max))
 
 
-def label_keyword_evidence(candidate: Candidate, calibration: dict[str, float]) -> float:
+def label_keyword_evidence(candidate: Candidate, plan: "ScoringPlan") -> float:
     """The label's words: BM25 on its fixed scale, at most the share of the query's terms the row
     carries. One rare word of "my cat is sick" reached 0.63 of the scale alone, a `high` in text
-    mode; half the query's words now read at most 0.5, whatever their rarity."""
-    evidence = absolute_keyword(candidate.bm25_primary, candidate.bm25_max, calibration)
-    if candidate.keyword_coverage is None:
-        return evidence
-    return min(evidence, candidate.keyword_coverage)
+    mode; half the query's words now read at most 0.5, whatever their rarity. The share is the
+    English terms' (keyword_coverage), or the matched terms' count over the query's when higher: a
+    term matched as a tag (unstemmed `security`) is no English match, and counted nothing."""
+    evidence = absolute_keyword(candidate.bm25_primary, candidate.bm25_max, plan.calibration)
+    shares = [candidate.keyword_coverage] if candidate.keyword_coverage is not None else []
+    if plan.query_terms:
+        shares.append(min(1.0, len(candidate.matched_terms) / plan.query_terms))
+    return min(evidence, max(shares)) if shares else evidence
 
 
 def query_length_weights(weights: dict[str, float], long_weights: dict[str, float] | None, *, terms: int,
@@ -391,7 +395,7 @@ def relevance_label(candidate: Candidate, plan: ScoringPlan, thresholds: dict[st
         cw = plan.context_weights
         contextual = absolute_semantic(candidate.sim_contextual, calibration)
         semantic = cw["primary"] * semantic + cw["contextual"] * contextual
-    parts = {"semantic": factor * semantic, "keyword": label_keyword_evidence(candidate, calibration)}
+    parts = {"semantic": factor * semantic, "keyword": label_keyword_evidence(candidate, plan)}
     weights = {name: candidate.parts.get("weights", plan.weights).get(name, 0.0) for name in parts}
     if sum(weights.values()) <= 0:
         # The caller's weights give meaning and words nothing (all on quality): the hit is judged as

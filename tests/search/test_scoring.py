@@ -303,6 +303,13 @@ def test_the_labels_words_count_at_most_the_share_of_the_query_they_match():
     every_word = lesson(2, bm25=4.5, bm25_max=10.0, legs=("keyword",))
     every_word.keyword_coverage = 1.0
     assert labelled(every_word, text_mode) == "high"
+    # A term matched as a tag (unstemmed) is no English match: the matched terms' count counts it.
+    tag_only = lesson(5, bm25=4.5, bm25_max=10.0, legs=("keyword",))
+    tag_only.keyword_coverage, tag_only.matched_terms = 0.0, ["security", "database"]
+    two_terms = plan(has_semantic=False, weights=text_mode.weights, query_terms=2)
+    assert labelled(tag_only, two_terms) == "high"
+    tag_only.matched_terms = ["security"]
+    assert labelled(tag_only, two_terms) == "medium"
     # The cap is on the label only: the score's K is unchanged.
     capped, uncapped = lesson(3, bm25=2.85, legs=("keyword",)), lesson(4, bm25=2.85, legs=("keyword",))
     capped.keyword_coverage = 0.5
