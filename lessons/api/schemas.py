@@ -253,18 +253,19 @@ class LessonProposeIn(StrictIn):
     category: str = Field(
         "workflow", min_length=1, max_length=MAX_TERM_CHARS, description="architecture, security, database, ..."
     )
-    confidence: float = Field(0.5, ge=0.0, le=1.0)
+    confidence: float = Field(0.5, ge=0.0, le=1.0, description="How sure you are it holds, 0..1; ranks it higher.")
     frequency: int = Field(1, ge=1, le=MAX_FREQUENCY, description="How often it was seen.")
-    project_types: Terms = []
-    tech_stacks: Terms = []
-    tags: Terms = []
+    project_types: Terms = Field([], description="Kinds of project it applies to, e.g. saas, api, cli.")
+    tech_stacks: Terms = Field([], description="Technologies it is about, e.g. nextjs, postgresql.")
+    tags: Terms = Field([], description="Topics, in your team's words, e.g. multi-tenant, caching.")
     external_id: str | None = Field(None, max_length=200, description="Your own id for this lesson, unique per team.")
 
 
 class LessonIn(LessonProposeIn):
     """A lesson stored as it is (confirmed unless said otherwise)."""
 
-    status: LessonStatusName = "confirmed"
+    status: LessonStatusName = Field("confirmed", description="confirmed (agents find it), proposed (for a "
+                                                               "curator to decide) or rejected.")
 
 
 class LessonPatch(StrictIn):
@@ -408,11 +409,12 @@ class MemoryIn(StrictIn):
     content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The short form.")
     details: str = Field("", max_length=MAX_TEXT_CHARS, description="The full form.")
     categories: Terms = Field([], description="person, emotion, interest, event, ...")
-    importance: int = Field(5, ge=1, le=10)
-    people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = []
-    emotions: Terms = []
-    occurred_at: datetime | None = None
-    external_id: str | None = Field(None, max_length=200)
+    importance: int = Field(5, ge=1, le=10, description="1 (trivial) to 10 (life-changing); ranks it higher.")
+    people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(
+        [], description="The people it is about, by name, e.g. Sam, Maria Lopez.")
+    emotions: Terms = Field([], description="What was felt, e.g. happy, anxious, panic.")
+    occurred_at: datetime | None = Field(None, description="When it happened (ISO 8601); else when it was stored.")
+    external_id: str | None = Field(None, max_length=200, description="Your own id for this memory, unique per team.")
 
     _in_utc = field_validator("occurred_at")(_in_utc)
 
@@ -484,7 +486,8 @@ class SearchFiltersIn(StrictIn):
     statuses: list[LessonStatusName] = Field(["confirmed"], min_length=1, description="Lessons only.")
     categories: Terms = Field([], description="Lessons: category is one of; memories: shares one.")
     phase: OptionalTerm | None = Field(
-        None, description=f"Lessons: a project phase, one of: {', '.join(settings.SEARCH_PHASE_CATEGORIES)}."
+        None, description=f"Lessons: a project phase, one of: {', '.join(settings.SEARCH_PHASE_CATEGORIES)}.",
+        json_schema_extra={"enum": [*settings.SEARCH_PHASE_CATEGORIES, None]},  # a client can offer the values
     )
     tech_stacks: Terms = Field([], description="Lessons: shares one.")
     project_types: Terms = Field([], description="Lessons: shares one.")
@@ -494,8 +497,9 @@ class SearchFiltersIn(StrictIn):
         [], description="Memories: mentions one."
     )
     emotions: Terms = Field([], description="Memories: shares one.")
-    since: datetime | None = None
-    until: datetime | None = None
+    since: datetime | None = Field(None, description="From this moment (ISO 8601): lessons by when they were last "
+                                                     "updated, memories by when they happened.")
+    until: datetime | None = Field(None, description="Before this moment, read as `since` is.")
 
     @field_validator("phase")
     @classmethod
@@ -519,9 +523,10 @@ class SearchFiltersIn(StrictIn):
 
 
 class SearchWeightsIn(StrictIn):
-    semantic: float = Field(ge=0.0, le=1.0)
-    keyword: float = Field(ge=0.0, le=1.0)
-    quality: float = Field(ge=0.0, le=1.0)
+    semantic: float = Field(ge=0.0, le=1.0, description="Meaning: the cosine to the query, on a fixed scale.")
+    keyword: float = Field(ge=0.0, le=1.0, description="Words: BM25 and exact terms (tags, tech stacks, title).")
+    quality: float = Field(ge=0.0, le=1.0, description="Lessons: confidence and frequency; memories: importance "
+                                                      "and recency; plus agents' reported use.")
 
 
 class SearchIn(StrictIn):
@@ -535,7 +540,8 @@ class SearchIn(StrictIn):
     filters: SearchFiltersIn = Field(default_factory=SearchFiltersIn)
     tech_stack: Terms = Field([], description="Lessons only: your tech stack; lessons that share it rank higher.")
     project_type: OptionalTerm | None = Field(None, description="Lessons only: your project type, e.g. saas.")
-    fusion: FusionName = "weighted"
+    fusion: FusionName = Field("weighted", description="weighted (the tuned formula) or rrf (reciprocal rank "
+                                                        "fusion of the parts' rankings).")
     weights: SearchWeightsIn | None = Field(None, description="Leave out for the tuned defaults.")
     explain: bool = Field(False, description="Return how each score was made.")
 
@@ -597,7 +603,8 @@ class RelevantLessonsQuery(TextIn):
     project_type: OptionalTerm | None = Field(None, description="e.g. saas, api, cli")
     tech_stack: Terms = Field([], description="e.g. nextjs, postgresql")
     phase: OptionalTerm | None = Field(
-        None, description=f"A project phase, one of: {', '.join(settings.SEARCH_PHASE_CATEGORIES)}."
+        None, description=f"A project phase, one of: {', '.join(settings.SEARCH_PHASE_CATEGORIES)}.",
+        json_schema_extra={"enum": [*settings.SEARCH_PHASE_CATEGORIES, None]},
     )
     limit: Limit = 15
 
@@ -606,8 +613,9 @@ class PatternsQuery(TextIn):
     feature: QueryText = Field(
         description="The feature you are about to build, e.g. Authentication."
     )
-    tech_stack: Terms = []
-    project_type: OptionalTerm | None = None
+    tech_stack: Terms = Field([], description="Your tech stack, e.g. nextjs, postgresql: lessons that share it "
+                                              "rank higher.")
+    project_type: OptionalTerm | None = Field(None, description="Your project type, e.g. saas.")
     limit: Limit = 3
 
 

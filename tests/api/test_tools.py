@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 
 from lessons.search import SearchRequestError
@@ -63,6 +64,29 @@ def test_tool_schemas_are_self_contained(tool):
     text = json.dumps(tool.as_function())
     assert "$ref" not in text and "$defs" not in text
     assert tool.parameters()["type"] == "object"
+
+
+def _undescribed(schema: dict, path: str = "") -> list[str]:
+    found = []
+    for name, prop in schema.get("properties", {}).items():
+        where = f"{path}.{name}".lstrip(".")
+        found += [] if "description" in prop else [where]
+        for inner in (prop, prop.get("items", {}), *prop.get("anyOf", [])):
+            found += _undescribed(inner, where)
+    return found
+
+
+@pytest.mark.parametrize("tool", AGENT_TOOLS, ids=lambda tool: tool.name)
+def test_every_argument_says_what_it_is(tool):
+    # 23 arguments (confidence, tags, importance, people, fusion, ...) came to the model with no word
+    assert _undescribed(tool.parameters()) == []
+
+
+def test_a_phase_is_offered_as_its_values():
+    for tool, schema in (("relevant_lessons", lambda p: p["properties"]["phase"]),
+                         ("search_lessons", lambda p: p["properties"]["filters"]["properties"]["phase"])):
+        phase = schema(TOOLS_BY_NAME[tool].parameters())
+        assert phase["enum"] == [*settings.SEARCH_PHASE_CATEGORIES, None]
 
 
 def test_fixed_values_are_not_parameters():
