@@ -4,13 +4,16 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.utils import model_format_dict, unquote
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.forms import SimpleArrayField
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.http import HttpResponseRedirect
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 
 from lessons.text import clean_text
 
@@ -55,6 +58,38 @@ class CheckedSelectionModelAdmin(admin.ModelAdmin):
             return self._selection_refused(request, "None of the selected rows exists any more")
         return super().response_action(request, queryset)
 
+    def changelist_view(self, request, extra_context=None):
+        unavailable = self._unavailable_action(request)
+        if unavailable is not None:
+            self.message_user(request, f"{unavailable} Nothing was changed.", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        return super().changelist_view(request, extra_context)
+
+    def _unavailable_action(self, request) -> str | None:
+        """Why the posted list action is not this curator's, or None when it is (or none is posted).
+        Django dropped an action the curator lacks the permission for and answered the list again,
+        without a word: a view-only curator's "reject" looked as if it had been ignored."""
+        posted = request.POST.getlist("action") if request.method == "POST" and "_save" not in request.POST else []
+        if not posted or not self.has_view_or_change_permission(request):
+            return None  # nothing asked, or Django's own "permission denied"
+        try:
+            name = posted[int(request.POST.get("index", 0))]  # which of the list's action bars, as Django reads it
+        except (ValueError, IndexError):
+            name = posted[0]
+        if not name or name in self.get_actions(request):
+            return None
+        known = name in (self.actions or ()) or name in dict(self.admin_site.actions)
+        if not known:
+            return f"There is no action “{name}” on this list."
+        func, _, description = self.get_action(name)
+        what = str(description) % model_format_dict(self.opts)
+        lacking = [permission for permission in getattr(func, "allowed_permissions", ())
+                   if not getattr(self, f"has_{permission}_permission")(request)]
+        if not lacking:  # e.g. delete on the earlier versions of memories, which go with their memory only
+            return f"“{what}” is not offered on this list."
+        return (f"“{what}” is not available to you: it needs the {' and '.join(lacking)} permission on "
+                f"{self.opts.verbose_name_plural}.")
+
     def _selection_refused(self, request, reason: str):
         self.message_user(request, f"{reason}; nothing was done. Select the rows again.", messages.ERROR)
         return HttpResponseRedirect(request.get_full_path())
@@ -65,6 +100,25 @@ def changed_values(form) -> dict:
     model_fields = {field.name for field in form._meta.model._meta.get_fields()}
     return {name: form.cleaned_data[name] for name in form.changed_data
             if name in form.cleaned_data and name in model_fields}
+
+
+def term_normalisation_notice(*, form, saved, field_names: tuple[str, ...]) -> str | None:
+    """What the save stored otherwise than typed among the terms (a category, tags...: the services
+    keep them in lower case, each once): "Not Lower" was stored as "not lower" without a word."""
+    def shown(value) -> str:
+        return ", ".join(value) if isinstance(value, list) else str(value)
+
+    differences = [
+        f"{str(form.fields[name].label).lower()} “{shown(form.cleaned_data[name])}”"
+        f" as “{shown(getattr(saved, name))}”"
+        for name in field_names
+        if name in form.changed_data and name in form.cleaned_data
+        and form.cleaned_data[name] != getattr(saved, name)
+    ]
+    if not differences:
+        return None
+    return (f"Saved {'; '.join(differences)}: terms are stored in lower case and each once, so one typed two "
+            "ways stays one term.")
 
 
 class CommaSeparatedField(SimpleArrayField):
@@ -195,3 +249,47 @@ class TeamChosenOnceMixin:
     def get_readonly_fields(self, request, obj=None):
         fields = tuple(super().get_readonly_fields(request, obj))
         return fields if obj is None else ("team", *fields)
+
+
+class MergedAwayMixin:
+    """A row merged into another is gone, but its merge record says where: its change, history and
+    delete pages (and a save racing the merge) say "Lesson #105 was merged into #1 ..." and open
+    the kept row, where Django said "Lesson with ID “105” doesn't exist. Perhaps it was deleted?"
+    and went to the index. A row deleted (or never there) keeps Django's message."""
+
+    def merged_into(self, *, row_id: int):
+        """(the row that holds it now, when it was merged), or None; each admin says how."""
+        raise NotImplementedError
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except self.model.DoesNotExist:
+            if object_id is None:
+                raise
+            # merged (or deleted) while the save waited for the row's lock
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+
+    def _get_obj_does_not_exist_redirect(self, request, opts, object_id):
+        try:
+            found = self.merged_into(row_id=int(unquote(object_id)))
+        except ValueError:
+            found = None
+        if found is None:
+            return super()._get_obj_does_not_exist_redirect(request, opts, object_id)
+        kept, merged_at = found
+        url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[kept.pk])
+        # named by its id: the page that opens is the kept row's, where "this lesson" would be that one
+        posted = request.method == "POST"
+        unsaved = " Your changes were not saved; make them here if they still apply." if posted else ""
+        self.message_user(
+            request,
+            format_html(
+                '{} #{} was merged into <a href="{}">#{} “{}”</a> on {} and no longer exists on its own; '
+                "this is the {} it was merged into.{}",
+                opts.verbose_name.capitalize(), unquote(object_id), url, kept.pk, kept,
+                timezone.localtime(merged_at).strftime("%Y-%m-%d %H:%M"), opts.verbose_name, unsaved,
+            ),
+            messages.WARNING,
+        )
+        return HttpResponseRedirect(url)

@@ -7,7 +7,8 @@ the API they read through `lessons.selectors.curation` and write through `lesson
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.contrib.admin.models import CHANGE, DELETION, LogEntry
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 
 from lessons.models import Team
@@ -66,3 +67,17 @@ def post_int(request, name: str) -> int | None:
     except ValueError:
         return None
     return value if value > 0 else None
+
+
+def log_curation(request, rows, message: str) -> None:
+    """Record a curation step (accept, reject, merge, restore) in the admin's history of each row,
+    as a form's save is: these pages write through the services, which log nothing, so a row's
+    History page said it had no history and "Recent actions" showed only form edits."""
+    LogEntry.objects.log_actions(user_id=request.user.pk, queryset=list(rows), action_flag=CHANGE,
+                                 change_message=message)
+
+
+def log_merged_away(request, row, message: str) -> None:
+    """The row a merge deleted, logged as a deletion (as the admin logs one) that says where it went."""
+    LogEntry.objects.log_actions(user_id=request.user.pk, queryset=[row], action_flag=DELETION,
+                                 change_message=message)

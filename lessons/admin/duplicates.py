@@ -12,7 +12,17 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from lessons.admin.curation import back_to, chosen_team, page_context, post_int, refused, require, team_field
+from lessons.admin.curation import (
+    back_to,
+    chosen_team,
+    log_curation,
+    log_merged_away,
+    page_context,
+    post_int,
+    refused,
+    require,
+    team_field,
+)
 from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, Memory
 from lessons.selectors.curation import (
     DEFAULT_DUPLICATE_LIMIT,
@@ -39,8 +49,9 @@ class DuplicatesFilter(forms.Form):
 
 def _filters(request) -> tuple[DuplicatesFilter, dict]:
     """The filter form (always bound: every field is optional) and the values to use. A field
-    that does not validate shows its error and falls back to its default; an unknown team shows
-    no pairs rather than another team's."""
+    that does not validate shows its error and no pairs are looked for (the page then shows the
+    errors alone: "0 pairs closer than 0.15" under "Threshold: enter a number" claimed a search
+    that was not the one asked for); an unknown team shows no pairs rather than another team's."""
     form = DuplicatesFilter(request.GET)
     form.is_valid()
     data = form.cleaned_data
@@ -80,7 +91,7 @@ def _duplicates_view(model_admin, request, page: DuplicatesPage):
     if request.method == "POST":
         return _action(model_admin, request, page)
     form, chosen = _filters(request)
-    team = chosen["team"]
+    team = None if form.errors else chosen["team"]
     pairs = page.pairs(team=team, threshold=chosen["threshold"], limit=chosen["limit"]) if team else []
     context = page_context(
         model_admin,
@@ -160,6 +171,11 @@ def _merge_lessons(request, lessons: dict, first: int, second: int, fallback: st
     except (ValidationError, ObjectDoesNotExist) as error:
         refused(request, error)
     else:
+        merged = lessons[other_id]
+        whose_text = "its text taken" if text_id == other_id else "this lesson's text kept"
+        log_curation(request, [kept],
+                     f"Merged lesson #{other_id} “{merged.title}” into this lesson ({whose_text}).")
+        log_merged_away(request, merged, f"Merged into lesson #{kept.pk} “{kept.title}”.")
         messages.success(
             request,
             f"Merged lesson #{other_id} into #{kept.pk} “{kept.title}”: frequency {kept.frequency}, "
@@ -179,6 +195,8 @@ def _merge_memories(request, memories: dict, first: int, second: int, fallback: 
     except (ValidationError, ObjectDoesNotExist) as error:
         refused(request, error)
     else:
+        log_curation(request, [kept], f"Merged memory #{other_id} “{memories[other_id]}” into this memory.")
+        log_merged_away(request, memories[other_id], f"Merged into memory #{kept.pk}.")
         messages.success(request, f"Merged memory #{other_id} into #{kept.pk} “{kept}”; #{other_id} is deleted "
                                   "with its versions")  # no full stop: the memory's text may end with one
     return back_to(request, fallback)

@@ -6,25 +6,29 @@ from django.urls import path
 
 from lessons.admin.common import (
     CheckedSelectionModelAdmin,
+    MergedAwayMixin,
     ReadableInputsMixin,
     TeamChosenOnceMixin,
     WideChangeListMixin,
     changed_values,
     selection_too_large,
+    term_normalisation_notice,
 )
+from lessons.admin.curation import log_curation
 from lessons.admin.duplicates import lesson_duplicates_view
 from lessons.admin.proposals import proposals_view
 from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
 from lessons.admin.search import CuratedTeamFilter, EngineSearchMixin, lesson_search_filters
 from lessons.admin.usage import USAGE_FIELDS, USAGE_LIST_FIELDS
 from lessons.models import Lesson, LessonStatus
+from lessons.selectors.curation import lesson_merged_into
 from lessons.services import lessons as lesson_services
 
 
 @admin.register(Lesson)
 class LessonAdmin(
-    TeamChosenOnceMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin, EmbeddingAdminMixin,
-    CheckedSelectionModelAdmin,
+    MergedAwayMixin, TeamChosenOnceMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin,
+    EmbeddingAdminMixin, CheckedSelectionModelAdmin,
 ):
     list_display = (
         "title", "team", "category", "status", "confidence", "frequency", *USAGE_LIST_FIELDS, "embedding_status",
@@ -58,10 +62,18 @@ class LessonAdmin(
         if change:
             # The form has already written the new values onto `obj`; compare with the stored row.
             stored = Lesson.objects.get(pk=obj.pk)
-            lesson_services.lesson_update(lesson=stored, **changed_values(form))
+            saved = lesson_services.lesson_update(lesson=stored, **changed_values(form))
         else:
-            created = lesson_services.lesson_create(team=form.cleaned_data["team"], **fields)
-            obj.__dict__.update(created.__dict__)  # the admin goes on with the saved row
+            saved = lesson_services.lesson_create(team=form.cleaned_data["team"], **fields)
+            obj.__dict__.update(saved.__dict__)  # the admin goes on with the saved row
+        terms = ("category", *lesson_services.TERM_FIELDS)
+        notice = term_normalisation_notice(form=form, saved=saved, field_names=terms)
+        if notice:
+            self.message_user(request, notice, messages.INFO)
+
+    def merged_into(self, *, row_id):
+        record = lesson_merged_into(lesson_id=row_id)
+        return (record.lesson, record.merged_at) if record else None
 
     def delete_model(self, request, obj):
         lesson_services.lesson_delete(lesson=obj)
@@ -82,6 +94,7 @@ class LessonAdmin(
             return None
         if request.POST.get("confirm") == "yes":
             accepted = lesson_services.lesson_accept_proposals(lesson_ids=[lesson.pk for lesson in proposals])
+            log_curation(request, accepted, "Accepted the proposal.")
             text = f"{len(accepted)} proposal(s) accepted."
             if len(accepted) < len(proposals):
                 text += f" {len(proposals) - len(accepted)} had changed status meanwhile and were left alone."
@@ -109,6 +122,7 @@ class LessonAdmin(
     def reject_selected(self, request, queryset):
         selected = list(queryset.values_list("pk", flat=True))
         rejected = lesson_services.lesson_reject_proposals(lesson_ids=selected)
+        log_curation(request, rejected, "Rejected the proposal.")
         if not rejected:
             self.message_user(request, "None of the selected lessons is a proposal: nothing to reject.",
                               messages.WARNING)

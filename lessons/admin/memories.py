@@ -7,11 +7,13 @@ from django.utils.text import Truncator
 
 from lessons.admin.common import (
     CheckedSelectionModelAdmin,
+    MergedAwayMixin,
     ReadableInputsMixin,
     TeamChosenOnceMixin,
     WideChangeListMixin,
     changed_values,
     selection_too_large,
+    term_normalisation_notice,
 )
 from lessons.admin.duplicates import memory_duplicates_view
 from lessons.admin.history import restore_version_view
@@ -19,6 +21,7 @@ from lessons.admin.embeddings import EmbeddingAdminMixin, EmbeddingStatusFilter
 from lessons.admin.usage import USAGE_FIELDS, USAGE_LIST_FIELDS
 from lessons.admin.search import CuratedTeamFilter, EngineSearchChangeList, EngineSearchMixin, memory_search_filters
 from lessons.models import Memory
+from lessons.selectors.curation import memory_merged_into
 from lessons.services import memories as memory_services
 
 
@@ -65,8 +68,8 @@ class MemoryCurrentFilter(admin.SimpleListFilter):
 
 @admin.register(Memory)
 class MemoryAdmin(
-    TeamChosenOnceMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin, EmbeddingAdminMixin,
-    CheckedSelectionModelAdmin,
+    MergedAwayMixin, TeamChosenOnceMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin,
+    EmbeddingAdminMixin, CheckedSelectionModelAdmin,
 ):
     list_display = (
         "content_preview", "team", "importance", "categories", "people_names", "version", *USAGE_LIST_FIELDS,
@@ -113,7 +116,10 @@ class MemoryAdmin(
     # read as four people.
     @admin.display(description="people")
     def people_names(self, obj):
-        return format_html_join("", '<div class="person-name">{}</div>', ((name,) for name in obj.people)) or "-"
+        # the title: a name longer than the list's column ends in "…" there (console.css)
+        return format_html_join(
+            "", '<div class="person-name" title="{}">{}</div>', ((name, name) for name in obj.people)
+        ) or "-"
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
@@ -161,10 +167,17 @@ class MemoryAdmin(
     def save_model(self, request, obj, form, change):
         fields = {name: form.cleaned_data[name] for name in memory_services.EDITABLE_FIELDS if name in form.cleaned_data}
         if change:
-            memory_services.memory_update(memory=obj, **changed_values(form))
+            saved = memory_services.memory_update(memory=obj, **changed_values(form))
         else:
-            created = memory_services.memory_create(team=form.cleaned_data["team"], **fields)
-            obj.__dict__.update(created.__dict__)  # the admin goes on with the saved row
+            saved = memory_services.memory_create(team=form.cleaned_data["team"], **fields)
+            obj.__dict__.update(saved.__dict__)  # the admin goes on with the saved row
+        notice = term_normalisation_notice(form=form, saved=saved, field_names=("categories", "emotions"))
+        if notice:
+            self.message_user(request, notice, messages.INFO)
+
+    def merged_into(self, *, row_id):
+        record = memory_merged_into(memory_id=row_id)
+        return (record.memory, record.merged_at) if record else None
 
     def delete_model(self, request, obj):
         memory_services.memory_delete(memory=obj)

@@ -10,7 +10,17 @@ from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from lessons.admin.curation import back_to, chosen_team, page_context, post_int, refused, require, team_field
+from lessons.admin.curation import (
+    back_to,
+    chosen_team,
+    log_curation,
+    log_merged_away,
+    page_context,
+    post_int,
+    refused,
+    require,
+    team_field,
+)
 from lessons.models import Lesson, LessonStatus
 from lessons.selectors.curation import proposal_count, proposal_queue
 from lessons.services import curation as curation_services
@@ -77,11 +87,14 @@ def _act(model_admin, request):
         if action in ("accept", "reject"):
             decide = (lesson_services.lesson_accept_proposals if action == "accept"
                       else lesson_services.lesson_reject_proposals)
-            if not decide(lesson_ids=[proposal.pk]):
+            decided = decide(lesson_ids=[proposal.pk])
+            if not decided:
                 messages.warning(request, "That proposal has already been handled; the queue below is up to date.")
             elif action == "accept":
+                log_curation(request, decided, "Accepted the proposal.")
                 messages.success(request, f"Accepted “{proposal.title}”: it is a confirmed lesson now.")
             else:
+                log_curation(request, decided, "Rejected the proposal.")
                 messages.success(request, f"Rejected “{proposal.title}”.")
         elif action in ("merge", "merge_text"):
             require(model_admin.has_delete_permission(request))
@@ -92,6 +105,10 @@ def _act(model_admin, request):
             # "merge" keeps the confirmed lesson's text, "merge_text" takes the proposal's.
             text_from = proposal if action == "merge_text" else target
             kept = curation_services.lesson_merge(keep=target, merged=[proposal], text_from=text_from)
+            whose_text = "the proposal's text taken" if action == "merge_text" else "this lesson's text kept"
+            log_curation(request, [kept], f"Merged proposal #{proposal.pk} “{proposal.title}” into this lesson "
+                                          f"({whose_text}).")
+            log_merged_away(request, proposal, f"Merged into lesson #{kept.pk} “{kept.title}”.")
             messages.success(
                 request,
                 f"Merged the proposal into #{kept.pk} “{kept.title}” (frequency {kept.frequency}, "

@@ -265,6 +265,17 @@ def memory_merge_history(*, memory: Memory) -> list[MemoryMerge]:
     return list(memory.merges.all())
 
 
+def lesson_merged_into(*, lesson_id: int) -> LessonMerge | None:
+    """The record of the merge that took the lesson `lesson_id` away, on the lesson that holds it
+    now (records move along when that lesson is merged again); None when it was never merged."""
+    return LessonMerge.objects.select_related("lesson").filter(merged_lesson_id=lesson_id).first()
+
+
+def memory_merged_into(*, memory_id: int) -> MemoryMerge | None:
+    """As `lesson_merged_into`, for a memory."""
+    return MemoryMerge.objects.select_related("memory").filter(merged_memory_id=memory_id).first()
+
+
 # --- memory history -----------------------------------------------------------------------------
 
 _TOKENS = re.compile(r"\s+|[\w'’-]+|[^\w\s]")

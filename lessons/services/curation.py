@@ -22,8 +22,11 @@ versions) is deleted, and leaves a `MemoryMerge` record on the kept one with its
 earlier texts (records it carried itself move to the kept memory).
 """
 
+from datetime import datetime
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from lessons.models import (
     MAX_FREQUENCY,
@@ -245,11 +248,13 @@ def _not_pairable(*, kind: str, team: Team, row_id: int, names_other_teams: bool
 
 
 @transaction.atomic
-def memory_restore_version(*, memory: Memory, version: Memory) -> Memory:
+def memory_restore_version(*, memory: Memory, version: Memory, seen_updated_at: datetime | None = None) -> Memory:
     """Make the text (content and details) of the earlier `version` the memory's current text.
     Nothing is lost: the text it replaces is kept as a version like any other edit, so the
     restore itself shows in the history (and can be undone the same way). Raises
-    ValidationError when `version` is not an earlier version of `memory`."""
+    ValidationError when `version` is not an earlier version of `memory`, or when the memory
+    changed since `seen_updated_at` (its `updated_at` when the caller's page showed it): a restore
+    from a stale tab replaced a newer edit without a word."""
     if not memory.is_current:
         raise ValidationError({"memory": "Restore onto the current memory, not an earlier version."})
     if version.current_version_id != memory.pk:
@@ -258,6 +263,14 @@ def memory_restore_version(*, memory: Memory, version: Memory) -> Memory:
     stored = Memory.objects.select_for_update().filter(pk=memory.pk).first()
     if stored is None:
         raise Memory.DoesNotExist(f"memory {memory.pk} does not exist (deleted or merged meanwhile)")
+    if seen_updated_at is not None and stored.updated_at != seen_updated_at:
+        changed = timezone.localtime(stored.updated_at).strftime("%Y-%m-%d %H:%M:%S")
+        raise ValidationError(
+            f"This memory was changed by someone else at {changed}, after you opened this page, and restoring "
+            "would replace that change. Nothing was restored: open the memory again to see the change, then "
+            "restore if you still want to.",
+            code="changed_since_opened",
+        )
     restored = memory_services.memory_update(memory=stored, content=version.content, details=version.details)
     memory.__dict__.update({name: getattr(restored, name) for name in (*memory_services.EDITABLE_FIELDS, "version", "updated_at")})
     return restored

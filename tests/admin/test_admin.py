@@ -137,3 +137,35 @@ def test_a_form_opened_before_another_curators_decision_cannot_undo_it(admin_cli
     assert response.status_code == 302, response.content.decode()[:2000]
     proposal.refresh_from_db()
     assert (proposal.status, proposal.context) == ("rejected", "Our CI rebuilt images nightly.")
+
+
+def test_a_category_stored_otherwise_than_typed_is_said_so(admin_client, team):
+    """"Not Lower" was stored as "not lower" without a word; the lower case stays, and is said."""
+    form = {
+        "team": team.pk, "title": "Pin your base images", "category": "Not Lower", "status": "confirmed",
+        "description": "", "context": "", "recommendation": "", "confidence": 0.5, "frequency": 1,
+        "project_types": "", "tech_stacks": "Docker, docker", "tags": "", "external_id": "",
+    }
+    response = admin_client.post(reverse("admin:lessons_lesson_add"), form, follow=True)
+    lesson = Lesson.objects.get()
+    assert (lesson.category, lesson.tech_stacks) == ("not lower", ["docker"])
+    messages = [str(message) for message in response.context["messages"]]
+    assert any("category “Not Lower” as “not lower”" in text and "tech stacks “Docker, docker” as “docker”" in text
+               for text in messages), messages
+    # an edit that types what is stored says nothing more than Django's "changed successfully"
+    url = reverse("admin:lessons_lesson_change", args=[lesson.pk])
+    [opened_at] = re.findall(r'name="opened_at" value="([^"]+)"', admin_client.get(url).content.decode())
+    response = admin_client.post(url, {**form, "category": "not lower", "tech_stacks": "docker",
+                                       "opened_at": opened_at}, follow=True)
+    assert not [text for text in map(str, response.context["messages"]) if "stored in lower case" in text]
+
+
+def test_a_memorys_categories_stored_otherwise_than_typed_are_said_so(admin_client, team):
+    form = {
+        "team": team.pk, "external_id": "", "content": "Board meeting", "details": "", "categories": "Work",
+        "importance": 5, "people": "", "emotions": "Proud", "occurred_at_0": "", "occurred_at_1": "",
+    }
+    response = admin_client.post(reverse("admin:lessons_memory_add"), form, follow=True)
+    assert Memory.objects.get().categories == ["work"]
+    assert any("categories “Work” as “work”; emotions “Proud” as “proud”" in str(message)
+               for message in response.context["messages"])

@@ -1,6 +1,8 @@
 """The curation pages' server side: bad input is an admin message (never a 500), permissions hold,
 a merge never crosses teams. The pages themselves are driven in a browser in tests/browser/."""
 
+import re
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
@@ -35,7 +37,20 @@ def test_unknown_team_shows_nothing_rather_than_another_team(admin_client, team)
     assert len(admin_client.get(DUPLICATES, {"team": "acme"}).context["pairs"]) == 1
     response = admin_client.get(DUPLICATES, {"team": "nobody"})
     assert response.context["pairs"] == []
-    assert "No such team" in response.content.decode()
+    assert "Select a valid choice" in response.content.decode()
+
+
+@pytest.mark.parametrize("url, rows", [(DUPLICATES, "lessons"), (MEMORY_DUPLICATES, "current memories")])
+def test_invalid_filters_show_their_errors_and_no_claim_about_pairs(admin_client, team, url, rows):
+    """`threshold=abc&limit=-3` showed the errors and "0 pairs ... closer than 0.15", "No two lessons in
+    acme are closer than 0.15. Look wider (0.30)": a search that was not the one asked for."""
+    page = admin_client.get(f"{url}?threshold=abc&limit=-3").content.decode()
+    assert "Threshold: Enter a number." in page and "Limit: Ensure this value is greater than" in page
+    after_filters = page.split('class="curation-filter"', 1)[1].split("</form>", 1)[1]
+    for claim in (" pair", f"No two {rows}", "Look wider", "No such team"):
+        assert claim not in after_filters, claim
+    valid = admin_client.get(f"{url}?threshold=0.2").content.decode()
+    assert f"No two {rows} in Acme are closer than 0.20" in valid
 
 
 @pytest.mark.parametrize(
@@ -149,6 +164,97 @@ def test_restore_needs_a_post_and_an_earlier_version_of_that_memory(admin_client
     assert response.status_code == 302 and response["Location"].endswith(f"/{memory.pk}/change/#history")
     memory.refresh_from_db()
     assert (memory.content, memory.version) == ("First words", 3)
+
+
+def test_a_restore_from_a_stale_page_is_refused_and_changes_nothing(admin_client, team):
+    """Tab A shows the history; in tab B the text is edited; A's "Restore this version" replaced B's
+    edit without a word. Now it is refused, as a stale save of the form is."""
+    memory = memory_create(team=team, content="First words")
+    memory_update(memory=memory, content="Second words")
+    first = Memory.objects.get(current_version=memory, version=1)
+    page = admin_client.get(reverse("admin:lessons_memory_change", args=[memory.pk])).content.decode()
+    [seen] = set(re.findall(r'name="seen_updated_at" value="([^"]+)"', page))
+    memory_update(memory=memory, content="Third words, written in tab B")  # the other tab
+    url = reverse("admin:lessons_memory_restore_version", args=[memory.pk, first.pk])
+    response = admin_client.post(url, {"seen_updated_at": seen}, follow=True)
+    assert any("was changed by someone else at" in text and "Nothing was restored" in text
+               for text in messages_of(response))
+    memory.refresh_from_db()
+    assert (memory.content, memory.version) == ("Third words, written in tab B", 3)
+    # from a page drawn after that edit, the restore goes through
+    page = admin_client.get(reverse("admin:lessons_memory_change", args=[memory.pk])).content.decode()
+    [seen] = set(re.findall(r'name="seen_updated_at" value="([^"]+)"', page))  # one per restore button
+    admin_client.post(url, {"seen_updated_at": seen})
+    memory.refresh_from_db()
+    assert (memory.content, memory.version) == ("First words", 4)
+
+
+@pytest.mark.parametrize("kind", ["lesson", "memory"])
+def test_a_merged_away_rows_page_says_where_it_went(admin_client, team, kind):
+    """Its page (and a save from a page opened before the merge) said "Lesson with ID “105” doesn't
+    exist. Perhaps it was deleted?" and went to the index."""
+    from lessons.services.curation import lesson_merge, memory_merge
+
+    if kind == "lesson":
+        kept, other = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+        form = {"team": team.pk, "title": "Edited meanwhile", "category": "deployment", "status": "confirmed",
+                "description": "", "context": "", "recommendation": "", "confidence": 0.5, "frequency": 1,
+                "project_types": "", "tech_stacks": "", "tags": "", "external_id": ""}
+        lesson_merge(keep=kept, merged=[other])
+    else:
+        kept, other = memory_create(team=team, content="Tom plays bass"), memory_create(team=team, content="Tom bass")
+        form = {"team": team.pk, "external_id": "", "content": "Edited meanwhile", "details": "", "categories": "",
+                "importance": 5, "people": "", "emotions": "", "occurred_at_0": "", "occurred_at_1": ""}
+        memory_merge(keep=kept, merged=other)
+    kept_url = reverse(f"admin:lessons_{kind}_change", args=[kept.pk])
+    for method, data in (("get", None), ("post", form)):
+        response = getattr(admin_client, method)(reverse(f"admin:lessons_{kind}_change", args=[other.pk]), data)
+        assert response.status_code == 302 and response["Location"] == kept_url
+        [message] = messages_of(admin_client.get(kept_url))
+        assert message.startswith(f"{kind.capitalize()} #{other.pk} was merged into <a href=\"{kept_url}\">#{kept.pk}")
+        assert "doesn’t exist" not in message
+        assert ("Your changes were not saved" in message) == (method == "post")
+    assert not type(kept).objects.filter(pk=other.pk).exists()  # the stale save brought nothing back
+    # a row deleted, not merged, keeps Django's message
+    gone = reverse(f"admin:lessons_{kind}_change", args=[other.pk + 1000])
+    assert "doesn’t exist. Perhaps it was deleted?" in messages_of(admin_client.get(gone, follow=True))[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_save_that_waited_for_a_merge_says_where_the_lesson_went(admin_client, team, monkeypatch):
+    """Another curator's merge commits after the page's save read the lesson and before it writes:
+    the update finds the row gone (it was a 500, then Django's "doesn't exist" and the index)."""
+    import threading
+
+    from django.db import connection
+
+    from lessons.services.curation import lesson_merge
+
+    kept, other = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    update = lesson_services.lesson_update
+
+    def merge_elsewhere():  # its own connection and transaction, as another curator's request
+        try:
+            lesson_merge(keep=kept, merged=[other])
+        finally:
+            connection.close()
+
+    def merged_by_another_curator_first(*, lesson, **changes):
+        if lesson.pk == other.pk:  # the admin's save (the merge itself updates the kept lesson)
+            thread = threading.Thread(target=merge_elsewhere)
+            thread.start()
+            thread.join()
+        return update(lesson=lesson, **changes)
+
+    monkeypatch.setattr(lesson_services, "lesson_update", merged_by_another_curator_first)
+    form = {"team": team.pk, "title": "Edited meanwhile", "category": "deployment", "status": "confirmed",
+            "description": "", "context": "", "recommendation": "", "confidence": 0.5, "frequency": 1,
+            "project_types": "", "tech_stacks": "", "tags": "", "external_id": ""}
+    response = admin_client.post(reverse("admin:lessons_lesson_change", args=[other.pk]), form, follow=True)
+    assert response.redirect_chain[-1][0] == reverse("admin:lessons_lesson_change", args=[kept.pk])
+    assert any(f"Lesson #{other.pk} was merged into" in text and "Your changes were not saved" in text
+               for text in messages_of(response))
+    assert not Lesson.objects.filter(title="Edited meanwhile").exists()
 
 
 def test_an_earlier_versions_page_shows_the_history_with_restore(admin_client, team):

@@ -13,6 +13,7 @@ from lessons.services.api_keys import api_key_authenticate, api_key_create
 from lessons.services.curation import duplicate_dismiss
 from lessons.services.memories import memory_create
 from tests.curation_data import DOCKER_PIN, DOCKER_PIN_AGAIN, PANIC, PANIC_AGAIN, embed, lesson
+from tests.factories import LessonFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -161,3 +162,28 @@ def test_messages_name_the_other_team_and_cut_long_memories_with_an_ellipsis(adm
     long_text = "Walked from the station along the river to the old market hall, then took the tram home late."
     memory = memory_create(team=team, content=long_text)
     assert str(memory) == long_text[:79] + "…"
+
+
+@pytest.mark.parametrize("action", ["reject_selected", "accept_selected", "delete_selected"])
+def test_a_change_action_posted_by_a_viewer_says_it_is_not_theirs(client, team, action):
+    """A view-only curator's crafted POST of a change action answered the list again without a word."""
+    proposal = LessonFactory(team=team, status="proposed")
+    curator(client, "viewer", "view_lesson")
+    data = {"action": action, "index": 0, "_selected_action": [proposal.pk], "confirm": "yes", "post": "yes"}
+    response = client.post(LESSONS, data, follow=True)
+    assert response.status_code == 200
+    [message] = messages_of(response)
+    needed = "delete" if action == "delete_selected" else "change"
+    assert "is not available to you" in message and f"needs the {needed} permission on lessons" in message
+    assert "Nothing was changed." in message
+    assert Lesson.objects.get().status == LessonStatus.PROPOSED
+
+
+def test_an_action_this_list_does_not_have_is_named(admin_client, team):
+    response = admin_client.post(LESSONS, {"action": "explode", "index": 0, "_selected_action": [1]}, follow=True)
+    assert any("There is no action “explode”" in text for text in messages_of(response))
+
+
+def test_a_curator_without_view_permission_still_gets_permission_denied(client, team):
+    curator(client, "nobody")
+    assert client.post(LESSONS, {"action": "reject_selected", "_selected_action": [1]}).status_code == 403

@@ -101,7 +101,9 @@ def test_an_earlier_version_has_no_delete_button_and_cannot_be_deleted_alone(adm
     # Under "Earlier versions" the action is not offered; under "Both" a selection holding one is refused.
     earlier = reverse("admin:lessons_memory_changelist") + "?version_state=earlier"
     offered = admin_client.post(earlier, {"action": "delete_selected", "_selected_action": [middle.pk]}, follow=True)
-    assert [str(message) for message in offered.context["messages"]] == ["No action selected."]
+    assert [str(message) for message in offered.context["messages"]] == [
+        "“Delete selected memories” is not offered on this list. Nothing was changed."
+    ]
     changelist = reverse("admin:lessons_memory_changelist") + "?version_state=all"
     for confirm in ({}, {"post": "yes"}):
         asked = admin_client.post(
