@@ -15,7 +15,7 @@ import pydantic
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DatabaseError, DataError, IntegrityError, ProgrammingError, close_old_connections, connections
+from django.db import DatabaseError, DataError, IntegrityError, ProgrammingError, connections
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
@@ -70,7 +70,6 @@ def _call(*, team: Team, name: str, arguments: dict | None, api_key: str | None 
     A server started with an API key checks it before every call, as the HTTP API checks every
     request: a key revoked while an agent's session ran went on reading and writing for as long as
     the session lived, and its `last_used_at` stayed at the start."""
-    close_old_connections()
     try:
         if api_key is not None and api_key_authenticate(raw_key=api_key) is None:
             raise KeyNoLongerValid(

@@ -92,18 +92,19 @@ async def checked_lines(fd: int, answer: Callable[[types.JSONRPCError], Awaitabl
         pending += chunk
         *complete, pending = pending.split(b"\n")
         for raw in complete:
-            async for line in _readable(raw, answer):
+            if line := await _readable(raw, answer):
                 yield line
-    async for line in _readable(pending, answer):
+    if line := await _readable(pending, answer):
         yield line
 
 
-async def _readable(raw: bytes, answer) -> AsyncIterator[str]:
+async def _readable(raw: bytes, answer) -> str | None:
+    """The line, or None when it is blank or was answered here."""
     line = raw.decode("utf-8", errors="replace").strip()
     if not line:
-        return
+        return None
     error = unreadable_line_error(line)
-    if error is None:
-        yield line
-    else:
+    if error is not None:
         await answer(error)
+        return None
+    return line

@@ -13,8 +13,10 @@ from django.db import models
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 
+from lessons.services.common import changed_since_opened
 from lessons.text import clean_text
 
 
@@ -153,14 +155,13 @@ class ServiceTextForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         opened = cleaned.get("opened_at")
-        if opened and self.instance.pk and self.instance.updated_at.isoformat() != opened:
-            changed = timezone.localtime(self.instance.updated_at).strftime("%Y-%m-%d %H:%M:%S")
-            raise forms.ValidationError(
-                f"This {self.instance._meta.verbose_name} was changed by someone else at {changed}, after you "
-                "opened this page, and saving would undo that. Open it again to see the change, then "
-                "make your edit.",
-                code="changed_since_opened",
+        if opened and self.instance.pk:
+            stale = changed_since_opened(
+                row=self.instance, opened_at=parse_datetime(opened), would="saving would undo that",
+                then="Open it again to see the change, then make your edit.",
             )
+            if stale is not None:
+                raise stale
         for name, field in self.fields.items():
             value = cleaned.get(name)
             # free texts only: an external id is matched against its source as it was given

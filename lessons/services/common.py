@@ -2,8 +2,26 @@
 
 import unicodedata
 from collections.abc import Iterable
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from lessons.text import clean_name, clean_text
+
+
+def changed_since_opened(*, row, opened_at: datetime | None, would: str, then: str) -> ValidationError | None:
+    """The refusal of a write from a page opened before someone else changed `row` (`opened_at`:
+    its `updated_at` when the page was drawn; None: not checked), or None when it did not change.
+    `would`: what the write would do to that change; `then`: what to do instead."""
+    if opened_at is None or row.updated_at == opened_at:
+        return None
+    changed = timezone.localtime(row.updated_at).strftime("%Y-%m-%d %H:%M:%S")
+    return ValidationError(
+        f"This {row._meta.verbose_name} was changed by someone else at {changed}, after you opened this page, "
+        f"and {would}. {then}",
+        code="changed_since_opened",
+    )
 
 
 def normalise_text(value) -> str:

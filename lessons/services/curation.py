@@ -26,7 +26,6 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
 from lessons.models import (
     MAX_FREQUENCY,
@@ -41,7 +40,7 @@ from lessons.models import (
 )
 from lessons.services import lessons as lesson_services
 from lessons.services import memories as memory_services
-from lessons.services.common import normalise_names, normalise_terms
+from lessons.services.common import changed_since_opened, normalise_names, normalise_terms
 
 # What the curator picks from one lesson as a whole (the text a reader sees).
 MERGED_TEXT_FIELDS = ("title", "description", "context", "recommendation", "category")
@@ -263,14 +262,12 @@ def memory_restore_version(*, memory: Memory, version: Memory, seen_updated_at: 
     stored = Memory.objects.select_for_update().filter(pk=memory.pk).first()
     if stored is None:
         raise Memory.DoesNotExist(f"memory {memory.pk} does not exist (deleted or merged meanwhile)")
-    if seen_updated_at is not None and stored.updated_at != seen_updated_at:
-        changed = timezone.localtime(stored.updated_at).strftime("%Y-%m-%d %H:%M:%S")
-        raise ValidationError(
-            f"This memory was changed by someone else at {changed}, after you opened this page, and restoring "
-            "would replace that change. Nothing was restored: open the memory again to see the change, then "
-            "restore if you still want to.",
-            code="changed_since_opened",
-        )
+    stale = changed_since_opened(
+        row=stored, opened_at=seen_updated_at, would="restoring would replace that change",
+        then="Nothing was restored: open the memory again to see the change, then restore if you still want to.",
+    )
+    if stale is not None:
+        raise stale
     restored = memory_services.memory_update(memory=stored, content=version.content, details=version.details)
     memory.__dict__.update({name: getattr(restored, name) for name in (*memory_services.EDITABLE_FIELDS, "version", "updated_at")})
     return restored
