@@ -67,7 +67,7 @@ A row without a vector yet (just written, its embedding queued) is scored on wor
 its weights renormalised without meaning, as a search without the model scores every row; its
 explanation says `embedding: pending` and `candidates.not_embedded` counts such rows.
 Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
-the most recently updated rows, `fallback="recency"`.
+the most recently updated rows (same-title lessons folded as in 2), `fallback="recency"`.
 """
 
 from time import perf_counter
@@ -100,6 +100,8 @@ from lessons.text import clean_text
 
 MIN_CANDIDATES = 50
 CANDIDATES_BEYOND_LIMIT = 50
+# The recency fallback reads this many rows past its page, so same-title lessons can fold.
+RECENCY_FOLD_ROOM = 50
 
 
 def search_leg_limit(limit: int) -> int:
@@ -279,9 +281,15 @@ def _recency_response(*, request, scope, timings, started, degraded_reason, cand
     """No query, or nothing found: the most recently updated rows, labelled low (they matched nothing).
     No row passes the filters at all: no fallback either, an empty answer."""
     tick = perf_counter()
-    rows = recent_rows(scope=scope, limit=request.limit)
+    if scope.kind.collapse_same_title:
+        # Same-title lessons fold here too (a page of five copies of one lesson answered nothing
+        # new); the rows beyond the page give the fold room, as the legs' candidates do.
+        rows = recent_rows(scope=scope, limit=request.limit + RECENCY_FOLD_ROOM)
+        grouped = scoring.collapse_same_title_rows(rows)[: request.limit]
+    else:
+        grouped = [(row, [row["id"]]) for row in recent_rows(scope=scope, limit=request.limit)]
     timings["sql"] = timings.get("sql", 0.0) + _ms(tick)
-    hits = recency_hits(request=request, kind=scope.kind, rows=rows)
+    hits = recency_hits(request=request, kind=scope.kind, rows=grouped)
     return respond(request=request, hits=hits, timings=timings, started=started, degraded_reason=degraded_reason,
                    fallback="recency" if hits else None, candidates=candidates, keywords=[])
 

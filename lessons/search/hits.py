@@ -94,13 +94,15 @@ def hit_from_candidate(*, request: SearchRequest, kind: SearchKind, candidate: s
     )
 
 
-def recency_hits(*, request: SearchRequest, kind: SearchKind, rows: list[dict]) -> list[SearchHit]:
-    """Rows that matched nothing (the recency fallback), newest first: score 0 and labelled low, since
+def recency_hits(*, request: SearchRequest, kind: SearchKind,
+                 rows: list[tuple[dict, list[int]]]) -> list[SearchHit]:
+    """Rows that matched nothing (the recency fallback), newest first, each with the ids of the
+    same-title rows folded into it: score 0 and labelled low, since
     they answer nothing; their quality stays in the explanation. Scored by quality, the scores
     stood out of their order (0.84, 0.81, 0.75, 0.74, 0.82), as if the order were wrong."""
     now = timezone.now()
     hits = []
-    for row in rows:
+    for row, member_ids in rows:
         quality, usage = kind.quality_and_usage(row, now)
         hits.append(
             SearchHit(
@@ -115,6 +117,7 @@ def recency_hits(*, request: SearchRequest, kind: SearchKind, rows: list[dict]) 
                     {"quality": round(quality, 4), "usage": round(usage, 4), "fallback": "recency"}
                     if request.explain else None
                 ),
+                collapsed_ids=member_ids if len(member_ids) > 1 else [],
             )
         )
     return hits

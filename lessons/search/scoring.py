@@ -115,6 +115,23 @@ def title_key(title: str) -> str:
     return " ".join(title.lower().split())
 
 
+def collapse_same_title_rows(rows: list[dict]) -> list[tuple[dict, list[int]]]:
+    """The recency fallback's fold, as `collapse_same_title` folds candidates: rows newest first,
+    each (title, status) kept once as its newest row, with confidence = max and frequency = sum
+    over the rows given; the second item lists every member's id (one id: no fold)."""
+    groups: dict[tuple[str, str | None], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((title_key(row.get("title", "")), row.get("status")), []).append(row)
+    folded = []
+    for members in groups.values():  # insertion order: each group where its newest row stood
+        row = dict(members[0])
+        if len(members) > 1:
+            row["confidence"] = max(m.get("confidence", 0.0) for m in members)
+            row["frequency"] = min(MAX_FREQUENCY, sum(m.get("frequency", 1) for m in members))
+        folded.append((row, sorted(m["id"] for m in members)))
+    return folded
+
+
 def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], int]:
     """Lessons with the same title and status become one candidate: the strongest member's row,
     with confidence = max and frequency = sum over the members; legs, terms and signals united.

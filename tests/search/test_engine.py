@@ -16,7 +16,7 @@ from lessons.search.kinds import LESSONS
 from lessons.search.scoring import canonical
 from lessons.services.embeddings import embedding_refresh
 from lessons.services.lessons import lesson_create
-from tests.factories import LessonFactory
+from tests.factories import LessonFactory, TeamFactory
 from tests.search.demo import judged_mean_ndcg
 
 pytestmark = pytest.mark.django_db
@@ -371,6 +371,24 @@ def test_filters_no_row_passes_give_an_empty_answer_not_a_fallback(demo_team):
 def test_nothing_found_falls_back_to_recency(demo_team):
     response = run(demo_team, "zxqvw blorptangle", mode="text", limit=3)
     assert response.fallback == "recency" and len(response.results) == 3
+
+
+def test_recency_fallback_folds_same_title_lessons_within_a_status(db):
+    """Five copies of one lesson (spacing and case aside) used to fill a fallback page of five."""
+    team = TeamFactory(slug="recency-fold")
+    others = LessonFactory.create_batch(3, team=team)
+    copies = [LessonFactory(team=team, title=title, confidence=confidence, frequency=2)
+              for title, confidence in (("Pin the Node version", 0.6), ("pin the  node version", 0.9),
+                                        ("Pin the node Version", 0.7))]
+    rejected = LessonFactory(team=team, title="Pin the Node version", status="rejected")
+    response = run(team, "", limit=5, filters=SearchFilters(statuses=("confirmed", "rejected")))
+    assert response.fallback == "recency"
+    assert len(response.results) == 5  # the rows past the page filled the room the fold made
+    [folded] = [hit for hit in response.results if hit.collapsed_ids]
+    assert folded.id == copies[-1].id  # the newest copy stands for them
+    assert folded.collapsed_ids == sorted(copy.id for copy in copies)
+    assert (folded.fields["confidence"], folded.fields["frequency"]) == (0.9, 6)
+    assert {hit.id for hit in response.results} == {copies[-1].id, rejected.id, *(o.id for o in others)}
 
 
 def test_semantic_floor_can_leave_nothing_and_then_recency(demo_team):
