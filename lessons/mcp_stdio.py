@@ -5,7 +5,9 @@ The SDK's stdio transport reads stdin on a worker thread and drops a line it can
 JSON-RPC message: a client got no answer at all to a line that is not JSON, or to a request whose
 strings hold a lone surrogate (`"\\ud800"`, which JSON allows and Node-based clients write), and
 waited for its own timeout. Such a line is answered here: a parse error (-32700), or an error
-naming the field with the request's own id. And a thread blocked in `read()` kept Ctrl-C from ending
+naming the field with the request's own id; so is a `tools/call` whose params hold no tool name
+or arguments that are not an object (the SDK's answer, "Invalid request parameters", named
+nothing). And a thread blocked in `read()` kept Ctrl-C from ending
 the server until the next line came; a pipe or terminal is read here when the event loop says it
 is readable, so Ctrl-C cancels the read at once.
 """
@@ -81,7 +83,36 @@ def unreadable_line_error(line: str) -> types.JSONRPCError | None:
             error=types.ErrorData(code=types.INVALID_REQUEST,
                                   message=f"not a JSON-RPC 2.0 message ({where}: {first['msg']})"),
         )
+    fault = _tool_call_fault(message)
+    if fault is not None and request_id is not None:
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=request_id,
+            error=types.ErrorData(code=types.INVALID_PARAMS, message=f"{fault}; nothing was done"),
+        )
     return None
+
+
+def _tool_call_fault(message) -> str | None:
+    """What is wrong with a `tools/call` request's params, or None. The SDK answered these with a
+    bare "Invalid request parameters", which names nothing a client could fix."""
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return "params: expected an object with the tool's name and its arguments"
+    if not isinstance(params.get("name"), str):
+        return f"params.name: expected the tool's name (a string), got {_json_type(params.get('name'))}"
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        return f"params.arguments: expected an object of the tool's arguments, got {_json_type(arguments)}"
+    return None
+
+
+def _json_type(value) -> str:
+    if value is None:
+        return "nothing"
+    names = {bool: "a boolean", str: "a string", list: "a list", dict: "an object", int: "a number", float: "a number"}
+    return names.get(type(value), type(value).__name__)
 
 
 async def checked_lines(fd: int, answer: Callable[[types.JSONRPCError], Awaitable[None]]) -> AsyncIterator[str]:

@@ -23,6 +23,7 @@ from mcp import Client, StdioServerParameters
 
 from lessons.api.tools import AGENT_TOOLS
 from lessons.mcp_server import build_server
+from lessons.mcp_stdio import unreadable_line_error
 from lessons.models import Lesson, Memory, SearchRecord
 from lessons.services.api_keys import api_key_create, api_key_revoke
 from lessons.services.lessons import lesson_create
@@ -372,8 +373,10 @@ def test_lines_the_sdk_cannot_read_are_answered_not_dropped(team):
         _send(server, "this is not json")
         _send(server, '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "store_lesson",'
                       ' "arguments": {"title": "lone \\ud800 surrogate"}}}')
+        _send(server, {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                       "params": {"name": "store_lesson", "arguments": ["a title"]}})
         _send(server, {"jsonrpc": "2.0", "id": 8, "method": "ping"})
-        answers = [json.loads(server.stdout.readline()) for _ in range(3)]
+        answers = [json.loads(server.stdout.readline()) for _ in range(4)]
     finally:
         server.stdin.close()
         server.wait(timeout=60)
@@ -382,8 +385,25 @@ def test_lines_the_sdk_cannot_read_are_answered_not_dropped(team):
     assert answers[0]["id"] is None and answers[0]["error"]["code"] == -32700
     assert answers[1]["id"] == 7 and answers[1]["error"]["code"] == -32602
     assert answers[1]["error"]["message"].startswith("params.arguments.title: not valid Unicode text")
-    assert answers[2] == {"jsonrpc": "2.0", "id": 8, "result": {}}  # the session goes on
+    assert answers[2]["id"] == 9 and answers[2]["error"]["code"] == -32602
+    assert answers[2]["error"]["message"].startswith("params.arguments: expected an object")
+    assert answers[3] == {"jsonrpc": "2.0", "id": 8, "result": {}}  # the session goes on
     assert not Lesson.objects.exists()
+
+
+@pytest.mark.parametrize("params, message", [
+    (None, "params: expected an object with the tool's name and its arguments"),
+    ({"arguments": {}}, "params.name: expected the tool's name (a string), got nothing"),
+    ({"name": 5}, "params.name: expected the tool's name (a string), got a number"),
+    ({"name": "search_lessons", "arguments": "retries"}, "params.arguments: expected an object of the tool's "
+                                                         "arguments, got a string"),
+])
+def test_a_tool_call_without_a_name_or_with_arguments_not_an_object_names_the_fault(params, message):
+    request = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", **({} if params is None else {"params": params})}
+    error = unreadable_line_error(json.dumps(request))
+    assert (error.id, error.error.code, error.error.message) == (3, -32602, f"{message}; nothing was done")
+    for readable in ({"name": "search_lessons"}, {"name": "search_lessons", "arguments": None}):
+        assert unreadable_line_error(json.dumps({**request, "params": readable})) is None
 
 
 def test_ctrl_c_ends_the_server_while_its_client_is_still_connected(team):
