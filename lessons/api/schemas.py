@@ -413,7 +413,9 @@ class MemoryIn(StrictIn):
     people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(
         [], description="The people it is about, by name, e.g. Sam, Maria Lopez.")
     emotions: Terms = Field([], description="What was felt, e.g. happy, anxious, panic.")
-    occurred_at: datetime | None = Field(None, description="When it happened (ISO 8601); else when it was stored.")
+    occurred_at: datetime | None = Field(None, description=(
+        "When it happened (ISO 8601; without an offset read as UTC). Left null when not given; date filters "
+        "and the events listing then read when it was stored."))
     external_id: str | None = Field(None, max_length=200, description="Your own id for this memory, unique per team.")
 
     _in_utc = field_validator("occurred_at")(_in_utc)
@@ -572,7 +574,8 @@ class SearchHitOut(Schema):
         "quality and the usage that is part of it), penalty, weights and "
         "weighted_score; similarity, contextual_similarity, "
         "feedback_similarity, bm25 and bm25_max where measured; legs and found_by; exact_term and says_query "
-        "(the tiers a short query ranks by before the score). In a hybrid "
+        "(the tiers a short query ranks by before the score); names_subject (a memory of a person the query "
+        "names: labelled at least medium). In a hybrid "
         "lesson search on the default weights, labels {value, shared, weight, top}: score = (weighted_score + "
         "weight x value) / (1 + weight), value 1 when the lesson shares a tag (shared) with the top hits.",
     )

@@ -200,7 +200,7 @@ def _search(*, request: SearchRequest) -> SearchResponse:
 
     # --- fuse ------------------------------------------------------------------------------------
     tick = perf_counter()
-    candidates = [candidate_from_row(kind=kind, row=row, exact_terms=exact_terms) for row in rows]
+    candidates = [candidate_from_row(kind=kind, row=row, exact_terms=exact_terms, query_terms=terms) for row in rows]
     if union is None:
         union = len(candidates)
     collapsed = 0

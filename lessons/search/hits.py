@@ -18,7 +18,8 @@ _LEG_OF_FLAG = {"in_sem_p": ("semantic", "primary"), "in_sem_c": ("semantic", "c
                 "in_kw_p": ("keyword", "primary"), "in_ex": ("exact", "primary")}
 
 
-def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str]) -> scoring.Candidate:
+def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str],
+                       query_terms: list[str]) -> scoring.Candidate:
     fields = {name: row[name] for name in kind.fields if name in row}  # the long texts come later
     found = [leg for flag, leg in _LEG_OF_FLAG.items() if row.get(flag)]
     return scoring.Candidate(
@@ -36,6 +37,7 @@ def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str]) -
         exact=bool(exact_terms) and set(exact_terms) <= kind.exact_terms_of(fields),
         # a one-word lookup: the word in the row's text (its BM25 matched every query term)
         says_query=0 < len(exact_terms) <= TEXT_TIER_MAX_TERMS and float(row.get("coverage_p") or 0.0) >= 1.0,
+        names_subject=kind.names_subject(fields, query_terms),
     )
 
 
@@ -58,6 +60,7 @@ def hit_from_candidate(*, request: SearchRequest, kind: SearchKind, candidate: s
             "penalty": round(parts["penalty"], 4),
             "exact_term": candidate.exact,
             "says_query": candidate.says_query,
+            "names_subject": candidate.names_subject,
             "legs": sorted(candidate.legs),
             "found_by": sorted(candidate.found_by),
             "weights": {name: round(value, 4) for name, value in parts.get("weights", plan.weights).items()},

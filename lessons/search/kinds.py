@@ -100,6 +100,9 @@ class SearchKind:
     caller_metadata: bool  # scored against the caller's tech stack and project type
     # array columns whose values, shared with a hybrid search's best hits, lift a row (label feedback)
     feedback_labels: tuple[str, ...] = ()
+    # words naming who a row is about (memories: its people's names): a query naming one is evidence
+    # the row answers it, whatever else the query asks
+    subject_words: Callable[[dict], list[str]] = lambda row: []
 
     @property
     def table(self) -> str:
@@ -122,6 +125,11 @@ class SearchKind:
         terms |= {canonical(word) for word in self.exact_words(row)}
         terms.discard("")
         return terms
+
+    def names_subject(self, row: dict, terms: list[str]) -> bool:
+        """Whether one of the query's (canonical) terms is a word of a name the row is about."""
+        named = {canonical(word) for word in self.subject_words(row)}
+        return any(term in named for term in terms)
 
 
 LESSONS = SearchKind(
@@ -157,6 +165,7 @@ MEMORIES = SearchKind(
     exact_arrays=("categories", "emotions"),
     exact_scalars=(),
     exact_words=lambda row: [word for name in row.get("people", []) for word in name.split()],
+    subject_words=lambda row: [word for name in row.get("people", []) for word in name.split()],
     exact_order="t.importance DESC, t.id",
     quality=memory_quality,
     collapse_same_title=False,

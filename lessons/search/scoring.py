@@ -52,6 +52,7 @@ class Candidate:
     found_by: set[str] = field(default_factory=set)  # "primary", "contextual"
     exact: bool = False
     says_query: bool = False  # a one-word query's word is in the row's text (exact.TEXT_TIER_MAX_TERMS)
+    names_subject: bool = False  # the query names who the row is about (SearchKind.subject_words)
     member_ids: list[int] = field(default_factory=list)
     parts: dict = field(default_factory=dict)
     weighted: float = 0.0  # the weighted score (also labels relevance under RRF)
@@ -165,6 +166,7 @@ def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], i
             found_by=set().union(*(m.found_by for m in members)),
             exact=any(m.exact for m in members),
             says_query=any(m.says_query for m in members),
+            names_subject=any(m.names_subject for m in members),
             member_ids=sorted(m.id for m in members),
         ))
     return collapsed, len(candidates) - len(collapsed)
@@ -403,8 +405,10 @@ def relevance_label(candidate: Candidate, plan: ScoringPlan, thresholds: dict[st
     lesson is, not whether it answers this query); a lesson of another tech stack keeps its halved
     meaning. With a context, meaning mixes the query's cosine and the context's as the score does
     (0.6 / 0.4): the better of the two at full weight labelled hits `high` that only the caller's
-    code was about. An exact-term hit (a tag, tech stack or title word the query names), and a row
-    that says a one-word query's word, is at least "medium"."""
+    code was about. An exact-term hit (a tag, tech stack or title word the query names), a row
+    that says a one-word query's word, and a memory of a person the query names, is at least
+    "medium": "when did I last see Anneliese?" read `low` on the one memory listing her (a third of
+    the query's words), under memories of other people that said "last" and "see"."""
     calibration = plan.calibration
     factor = TECH_MISMATCH_FACTOR if tech_mismatch(row=candidate.row, tech_stack=plan.tech_stack) else 1.0
     semantic = absolute_semantic(candidate.sim_primary, calibration)
@@ -422,6 +426,6 @@ def relevance_label(candidate: Candidate, plan: ScoringPlan, thresholds: dict[st
     if total <= 0:
         return "low"
     label = label_of_score(sum(weights[name] * parts[name] for name in parts) / total, thresholds)
-    if (candidate.exact or candidate.says_query) and label == "low":
+    if (candidate.exact or candidate.says_query or candidate.names_subject) and label == "low":
         return "medium"
     return label

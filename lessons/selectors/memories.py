@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from lessons.models import Memory, Team
 from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
+from lessons.text import clean_name
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,11 @@ def memories_by_emotion(*, team: Team, emotion: str, limit: int = 20) -> SearchR
 def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchResponse:
     """Memories about a person: ranked by meaning ("memories about NAME") among those naming
     them, in `people` or in the text, tolerant of spelling ("Jon" finds Jonas, "Jonah" too).
-    A name no memory has gives no results (never the engine's recency fallback)."""
+    A name no memory has gives no results (never the engine's recency fallback).
+
+    Every hit names the person, so its label says how: `high` when its `people` list them as
+    written (any case), `medium` otherwise (a mention in the text, another spelling). Labelled by
+    meaning, a memory listing Henrike read `low` for "Henrike" when its text was about dinner."""
     response = search(
         request=SearchRequest(
             team=team,
@@ -172,7 +177,12 @@ def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchRespo
     )
     if response.fallback is not None:
         return replace(response, results=[], fallback=None)
-    return response
+    wanted = clean_name(name).casefold()
+    return replace(response, results=[
+        replace(hit, relevance="high" if wanted in {clean_name(p).casefold() for p in hit.fields.get("people", [])}
+                else "medium")
+        for hit in response.results
+    ])
 
 
 def memories_search_versions(*, team: Team, query: str, limit: int = 10) -> SearchResponse:

@@ -7,6 +7,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from lessons.models import Memory
+from lessons.search import SearchRequest, search
 from lessons.selectors.memories import (
     memories_by_emotion,
     memories_by_person,
@@ -224,3 +225,29 @@ def test_a_name_is_found_typed_with_a_combining_accent_or_ending_in_punctuation(
         expected = "Orla's garden party"
     assert len(hits) == 1 and expected in hits[0].fields["content"]
     assert memories_by_person(team=team, name="A").results == []  # one letter: only a name in `people`
+
+
+def test_a_person_search_labels_each_hit_by_how_it_names_the_person(team):
+    """Labelled by meaning, a memory listing Henrike read `low` for "Henrike" when its text was
+    about a dinner: every hit names the person, and the label now says how."""
+    listed = memory_create(team=team, content="Dinner at the new Thai place, too spicy", people=["henrike"])
+    said = memory_create(team=team, content="Henrike called about the move", people=["Lena"])
+    spelt = memory_create(team=team, content="Chess in the park", people=["Henrik"])
+    embedding_refresh(items=[listed, said, spelt])
+    labels = {hit.id: hit.relevance for hit in memories_by_person(team=team, name="Henrike").results}
+    assert labels == {listed.pk: "high", said.pk: "medium", spelt.pk: "medium"}
+
+
+def test_a_memory_of_a_person_the_query_names_is_at_least_medium(team):
+    anneliese = memory_create(team=team, content="Dinner at the new Thai place, too spicy", people=["Anneliese Roth"])
+    others = [memory_create(team=team, content=text, people=people) for text, people in (
+        ("The last time I saw the sea was in May", ["Lena"]),
+        ("I see my old teacher at the market every week", []),
+    )]
+    embedding_refresh(items=[anneliese, *others])
+    response = search(request=SearchRequest(team=team, query="when did I last see Anneliese?", kind="memories",
+                                            explain=True))
+    hits = {hit.id: hit for hit in response.results}
+    assert hits[anneliese.pk].explanation["names_subject"]
+    assert hits[anneliese.pk].relevance in {"medium", "high"}
+    assert not any(hits[other.pk].explanation["names_subject"] for other in others if other.pk in hits)
