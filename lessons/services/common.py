@@ -42,12 +42,17 @@ def normalise_terms(values: Iterable[str] | None) -> list[str]:
 
 def normalise_names(values: Iterable[str] | None) -> list[str]:
     """People's names keep their case (lessons.text.clean_name); blanks, names without a letter or
-    digit, and repeats in any case go, the first spelling kept ("Smith, John" and "smith, john" are
-    one person, as the friends listing counts them). One Unicode form (NFC), so "Zoë" typed two
-    ways is one person."""
+    digit, and repeats in any case go ("Smith, John" and "smith, john" are one person, as the friends
+    listing counts them), the first spelling kept unless it is all lower case and a later one is not
+    (["anna", "Anna"] kept "anna"). One Unicode form (NFC), so "Zoë" typed two ways is one person."""
     seen: dict[str, str] = {}
     for value in values or []:
         name = clean_name(value)
-        if name:
-            seen.setdefault(name.casefold(), name)
+        if not name:
+            continue
+        # "İ": Python lowers it to "i" and a combining dot, PostgreSQL (the friends listing) to "i"
+        key = name.casefold().replace("i\u0307", "i")
+        kept = seen.get(key)
+        if kept is None or (kept == kept.lower() and name != name.lower()):
+            seen[key] = name  # a replaced spelling keeps the place of the first
     return list(seen.values())

@@ -89,6 +89,14 @@ def test_people_are_one_each_in_any_case_and_a_name_needs_a_letter(team):
     assert memory.people == ["Smith, John", "Ann", "Zoé"]
 
 
+def test_a_name_typed_twice_keeps_a_capitalised_spelling_and_turkish_i_is_one_letter(team):
+    # "İlker" and "ilker" were stored as two people, counted as one by the friends listing; and
+    # ["anna", "Anna"] kept "anna"
+    typed = ["  anna  ", "İlker", "Anna", "ilker", "ANNA", "bob", "zoë", "ZOË"]
+    memory = memory_create(team=team, content="Board meeting", people=typed)
+    assert memory.people == ["Anna", "İlker", "bob", "ZOË"]
+
+
 def test_an_edit_of_a_memory_merged_away_meanwhile_says_it_is_gone(team):
     from lessons.services.curation import memory_merge
 
