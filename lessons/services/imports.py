@@ -6,6 +6,9 @@ the good lines are imported. Importing the same file again changes nothing: rows
 `external_id` (or, when a line has none, on its exact text). Curators' work stands: a lesson
 merged into another is not created again, an existing lesson keeps its status, and a lesson that
 curators changed since the import last wrote it (`imported_digest`) is left as they left it.
+
+A line may carry the row's dates (what `export_lessons` / `export_memories` write): they are taken
+only when the import creates the row; an existing row keeps its own.
 """
 
 import hashlib
@@ -13,14 +16,15 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from itertools import pairwise
 
 from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
 from lessons.error_text import first_line, unreadable_json
-from lessons.models import MAX_TEXT_CHARS, Lesson, LessonMerge, Memory, MemoryMerge, Team
+from lessons.models import MAX_TEXT_CHARS, Lesson, LessonMerge, Memory, MemoryMerge, Team, validate_storable_moment
 from lessons.services import lessons as lesson_services
 from lessons.services.common import normalise_text
 from lessons.services import memories as memory_services
@@ -131,6 +135,28 @@ def _datetime(data: dict, name: str) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
+# A clock a little ahead on the machine that wrote the file is not a mistake; a date days ahead is.
+FUTURE_SLACK = timedelta(minutes=1)
+
+
+def _past_datetime(data: dict, name: str, *, now: datetime) -> datetime | None:
+    """When a row was written: `_datetime`'s rules, storable in UTC, and not in the future."""
+    value = _datetime(data, name)
+    if value is None:
+        return None
+    try:  # dates go in with a queryset update, which runs no model validation
+        validate_storable_moment(value)
+    except ValidationError as error:
+        raise LineError(f"{name}: {' '.join(error.messages)}") from None
+    if value > now + FUTURE_SLACK:
+        raise LineError(f"{name}: in the future ({_iso(value)}, now is {_iso(now)})")
+    return value
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(timezone.utc).isoformat()
+
+
 def _check_keys(data: dict, allowed: set[str]) -> None:
     unknown = sorted(set(data) - allowed)
     if unknown:
@@ -139,7 +165,8 @@ def _check_keys(data: dict, allowed: set[str]) -> None:
 
 # --- lessons ---------------------------------------------------------------------------------
 
-LESSON_KEYS = set(lesson_services.EDITABLE_FIELDS)
+LESSON_DATE_KEYS = ("created_at", "updated_at")
+LESSON_KEYS = set(lesson_services.EDITABLE_FIELDS) | set(LESSON_DATE_KEYS)
 
 
 def _lesson_fields(data: dict) -> dict:
@@ -160,8 +187,21 @@ def _lesson_fields(data: dict) -> dict:
     }
 
 
+def _lesson_dates(data: dict) -> dict:
+    """The dates a created lesson takes ({} when the line gives none). Either alone stands for
+    both: a lesson created at T was last changed at T, and one last changed at T existed by T."""
+    now = datetime.now(timezone.utc)
+    created, updated = (_past_datetime(data, name, now=now) for name in LESSON_DATE_KEYS)
+    if created and updated and updated < created:
+        raise LineError(f"updated_at: before created_at ({_iso(updated)} < {_iso(created)})")
+    if not (created or updated):
+        return {}
+    return {"created_at": created or updated, "updated_at": updated or created}
+
+
 def _import_lesson(*, team: Team, data: dict):
     fields = _lesson_fields(data)
+    dates = _lesson_dates(data)  # checked on every line; applied only to a lesson this line creates
     existing = _find_existing(
         Lesson.objects.filter(team=team),
         external_id=fields["external_id"],
@@ -176,7 +216,10 @@ def _import_lesson(*, team: Team, data: dict):
         )
         if merge:
             return "merged_away", f"merged into lesson #{merge.lesson_id} by a curator; not created again"
-        _remember_import(lesson_services.lesson_create(team=team, **fields))
+        lesson = lesson_services.lesson_create(team=team, **fields)
+        _remember_import(lesson)
+        if dates:  # after the save: auto_now would overwrite them (dates are not in the digest)
+            Lesson.objects.filter(pk=lesson.pk).update(**dates)
         return "created"
     # Accepting and rejecting are the curators' decisions: a file that still says "proposed" does
     # not take back an accept (it did, on every re-import), nor revive a rejected lesson.
@@ -214,7 +257,9 @@ def _remember_import(lesson: Lesson) -> None:
 
 # --- memories --------------------------------------------------------------------------------
 
-MEMORY_KEYS = set(memory_services.EDITABLE_FIELDS) | {"history"}
+MEMORY_DATE_KEYS = ("created_at", "written_at", "updated_at")
+MEMORY_KEYS = set(memory_services.EDITABLE_FIELDS) | {"history", *MEMORY_DATE_KEYS}
+HISTORY_KEYS = {"content", "details", "written_at"}
 
 
 def _memory_fields(data: dict) -> dict:
@@ -231,7 +276,7 @@ def _memory_fields(data: dict) -> dict:
     }
 
 
-def _memory_history(data: dict) -> list[dict]:
+def _memory_history(data: dict, *, now: datetime) -> list[dict]:
     history = data.get("history")
     if history is None:  # absent or null: no earlier versions ({}, "" and false are mistakes, said)
         return []
@@ -241,19 +286,76 @@ def _memory_history(data: dict) -> list[dict]:
     for position, version in enumerate(history, start=1):
         if not isinstance(version, dict):
             raise LineError(f"history[{position}]: expected an object with content and details")
-        unknown = sorted(set(version) - {"content", "details"})
+        unknown = sorted(set(version) - HISTORY_KEYS)
         if unknown:
             raise LineError(f"history[{position}]: unknown field(s): {', '.join(unknown)}")
         try:
-            versions.append({"content": _text(version, "content", required=True), "details": _text(version, "details")})
+            versions.append({"content": _text(version, "content", required=True), "details": _text(version, "details"),
+                             "written_at": _past_datetime(version, "written_at", now=now)})
         except LineError as error:
             raise LineError(f"history[{position}].{error}") from error
     return versions
 
 
+def _memory_dates(data: dict, *, history: list[dict], now: datetime) -> dict | None:
+    """The dates a created memory takes, None when the line gives none (the replay's own stand):
+    `created_at`, `written` (each text's written_at: the history's, oldest first, then the current
+    one's) and `updated_at`. The first text is the one the memory was created with, so its date
+    and created_at stand for each other; another date left out is the import's time, and
+    updated_at defaults to the last text's. Dates go forward along created_at, history, written_at,
+    updated_at (equal is fine)."""
+    created, written, updated = (_past_datetime(data, name, now=now) for name in MEMORY_DATE_KEYS)
+    given = [version["written_at"] for version in history] + [written]
+    if not (created or updated or any(given)):
+        return None
+    names = [f"history[{position}].written_at" for position in range(1, len(history) + 1)] + ["written_at"]
+    if not history and created and written and created != written:
+        # listing.memory_versions: a memory without earlier versions was written when it was created
+        raise LineError(f"written_at: a memory without history was written when it was created, but written_at "
+                        f"({_iso(written)}) is not created_at ({_iso(created)}); give one of them, or both the same")
+    at_import = "(not given: the time of the import)"
+    chain = [("created_at" if created or given[0] else f"created_at {at_import}", created or given[0] or now)]
+    created = chain[0][1]
+    for position, (name, moment) in enumerate(zip(names, given)):
+        if moment is None:
+            moment = created if position == 0 else now
+            name = f"{name} {'(not given: created_at)' if position == 0 else at_import}"
+        chain.append((name, moment))
+    chain.append(("updated_at", updated or chain[-1][1]))
+    for (earlier_name, earlier), (name, moment) in pairwise(chain):
+        if moment < earlier:
+            raise LineError(f"{name.split(' ')[0]}: before {earlier_name} ({_iso(moment)} < {_iso(earlier)}); "
+                            "dates go forward from created_at through history to written_at and updated_at")
+    return {"created_at": created, "written": [moment for _, moment in chain[1:-1]], "updated_at": chain[-1][1]}
+
+
+def _replayed_texts(texts: list[dict], written: list) -> list[tuple[dict, datetime | None]]:
+    """The texts that become versions, each with its date: a text the same as the one before it
+    (as the services store text) makes no new version, so the earlier one's date stands."""
+    kept, previous = [], None
+    for text, moment in zip(texts, written):
+        stored = {name: normalise_text(text[name]) for name in memory_services.VERSIONED_FIELDS}
+        if stored != previous:
+            kept.append((text, moment))
+        previous = stored
+    return kept
+
+
+def _date_replayed_memory(*, memory: Memory, dates: dict, written: list[datetime]) -> None:
+    """Each version row as `_archive_version` dates it (created_at when its text was written,
+    updated_at when the next replaced it), so listing.memory_versions reads the file's written_at
+    back; the current row's updated_at is taken last, after the saves that moved it."""
+    versions = Memory.objects.filter(current_version=memory).order_by("version").values_list("pk", flat=True)
+    for pk, (written_at, replaced_at) in zip(list(versions), pairwise(written)):
+        Memory.objects.filter(pk=pk).update(created_at=written_at, updated_at=replaced_at)
+    Memory.objects.filter(pk=memory.pk).update(created_at=dates["created_at"], updated_at=dates["updated_at"])
+
+
 def _import_memory(*, team: Team, data: dict) -> str:
+    now = datetime.now(timezone.utc)
     fields = _memory_fields(data)
-    history = _memory_history(data)
+    history = _memory_history(data, now=now)
+    dates = _memory_dates(data, history=history, now=now)  # checked on every line, applied only on a create
     existing = _find_existing(
         Memory.objects.filter(team=team, current_version__isnull=True),
         external_id=fields["external_id"],
@@ -265,10 +367,15 @@ def _import_memory(*, team: Team, data: dict) -> str:
         if merge:  # as for lessons: merged into another, it is not created again beside it
             return "merged_away", f"merged into memory #{merge.memory_id} by a curator; not created again"
         # Replay the history: the first text creates the memory, each later one is a new version.
-        first, *later = [*history, {"content": fields["content"], "details": fields["details"]}]
+        texts = [{name: version[name] for name in memory_services.VERSIONED_FIELDS} for version in history]
+        texts.append({name: fields[name] for name in memory_services.VERSIONED_FIELDS})
+        replayed = _replayed_texts(texts, dates["written"] if dates else [None] * len(texts))
+        (first, _), *later = replayed
         memory = memory_services.memory_create(team=team, **{**fields, **first})
-        for version in later:
+        for version, _ in later:
             memory = memory_services.memory_update(memory=memory, **version)
+        if dates:
+            _date_replayed_memory(memory=memory, dates=dates, written=[moment for _, moment in replayed])
         return "created"
     before = existing.updated_at
     memory = memory_services.memory_update(memory=existing, **fields)

@@ -156,3 +156,107 @@ def test_a_team_created_for_an_import_that_imported_nothing_is_not_kept(tmp_path
     with pytest.raises(CommandError):
         call_command("import_lessons", str(source), team="kept", create_team=True, stdout=StringIO(), stderr=StringIO())
     assert Team.objects.filter(slug="kept").exists()
+
+
+def test_dated_lines_give_a_created_row_their_dates_and_an_existing_row_keeps_its_own(tmp_path):
+    from lessons.selectors.listing import memory_versions
+
+    lessons = tmp_path / "lessons.jsonl"
+    lessons.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"external_id": "both", "title": "Both dates", "created_at": "2023-01-02T03:04:05+00:00",
+         "updated_at": "2023-06-01T00:00:00+02:00"},
+        {"external_id": "created", "title": "Created only", "created_at": "2023-01-02T03:04:05"},  # no offset: UTC
+    ]))
+    call_command("import_lessons", str(lessons), team="acme", create_team=True, stdout=StringIO())
+    dates = {row.external_id: (row.created_at.isoformat(), row.updated_at.isoformat()) for row in Lesson.objects.all()}
+    assert dates == {"both": ("2023-01-02T03:04:05+00:00", "2023-05-31T22:00:00+00:00"),
+                     "created": ("2023-01-02T03:04:05+00:00", "2023-01-02T03:04:05+00:00")}
+    # Dated once, a lesson only the file changed is still updated: the dates are no curator's edit.
+    lessons.write_text(json.dumps({"external_id": "both", "title": "Both dates, retitled",
+                                   "created_at": "2020-01-01T00:00:00+00:00"}) + "\n")
+    out, err = StringIO(), StringIO()
+    call_command("import_lessons", str(lessons), team="acme", stdout=out, stderr=err)
+    assert "1 updated" in out.getvalue() and err.getvalue() == ""
+    assert Lesson.objects.get(external_id="both").created_at.isoformat() == "2023-01-02T03:04:05+00:00"
+
+    memories = tmp_path / "memories.jsonl"
+    line = {"external_id": "m-1", "content": "Jonas is a carpenter", "created_at": "2022-01-01T00:00:00+00:00",
+            "written_at": "2024-01-01T00:00:00+00:00", "updated_at": "2024-02-01T00:00:00+00:00",
+            "history": [{"content": "Jonas studies", "written_at": "2022-01-01T00:00:00+00:00"},
+                        {"content": "Jonas dropped out", "details": "In Berlin.",
+                         "written_at": "2023-01-01T00:00:00Z"}]}
+    memories.write_text(json.dumps(line) + "\n")
+    call_command("import_memories", str(memories), team="acme", stdout=StringIO())
+    memory = Memory.objects.get(current_version__isnull=True)
+    seen = [(version.version, version.written_at.year, version.replaced_at and version.replaced_at.year)
+            for version in memory_versions(memory=memory)]
+    assert seen == [(3, 2024, None), (2, 2023, 2024), (1, 2022, 2023)]
+    assert (memory.created_at.year, memory.updated_at.isoformat()) == (2022, "2024-02-01T00:00:00+00:00")
+    line.update(created_at="2019-01-01T00:00:00+00:00", written_at="2021-01-01T00:00:00+00:00", updated_at=None,
+                history=[{**version, "written_at": f"20{19 + n}-01-01T00:00:00+00:00"}
+                         for n, version in enumerate(line["history"])])
+    memories.write_text(json.dumps(line) + "\n")
+    out, err = StringIO(), StringIO()
+    call_command("import_memories", str(memories), team="acme", stdout=out, stderr=err)
+    assert "1 unchanged" in out.getvalue() and err.getvalue() == ""  # no note: the dates are the row's
+    assert Memory.objects.get(pk=memory.pk).created_at.year == 2022
+
+
+def test_dates_that_go_backwards_or_into_the_future_are_bad_lines(tmp_path):
+    lessons = tmp_path / "lessons.jsonl"
+    lessons.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"title": "Backwards", "created_at": "2024-01-02T00:00:00+00:00", "updated_at": "2024-01-01T00:00:00+00:00"},
+        {"title": "Ahead", "created_at": "2999-01-01T00:00:00+00:00"},
+        {"title": "Fine", "created_at": "2024-01-01T00:00:00+00:00"},
+    ]))
+    err = StringIO()
+    with pytest.raises(CommandError, match="2 line"):
+        call_command("import_lessons", str(lessons), team="acme", create_team=True, stdout=StringIO(), stderr=err)
+    first, second = err.getvalue().splitlines()
+    assert first == (f"{lessons}:1: updated_at: before created_at "
+                     "(2024-01-01T00:00:00+00:00 < 2024-01-02T00:00:00+00:00)")
+    assert second.startswith(f"{lessons}:2: created_at: in the future (2999-01-01T00:00:00+00:00, now is ")
+    assert list(Lesson.objects.values_list("title", flat=True)) == ["Fine"]
+
+    memories = tmp_path / "memories.jsonl"
+    memories.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"content": "Backwards history", "history": [
+            {"content": "a", "written_at": "2024-03-01T00:00:00+00:00"},
+            {"content": "b", "written_at": "2024-02-01T00:00:00+00:00"}]},
+        {"content": "Current before its history", "written_at": "2024-01-01T00:00:00+00:00",
+         "history": [{"content": "a", "written_at": "2024-03-01T00:00:00+00:00"}]},
+        {"content": "Undated history, dated text", "written_at": "2024-01-01T00:00:00+00:00",
+         "history": [{"content": "a"}, {"content": "b"}]},
+        {"content": "Two dates for one text", "created_at": "2024-01-01T00:00:00+00:00",
+         "written_at": "2024-02-01T00:00:00+00:00"},
+        {"content": "Ahead", "history": [{"content": "a", "written_at": "2999-01-01T00:00:00+00:00"}]},
+        {"content": "Fine", "history": [{"content": "a", "written_at": "2024-01-01T00:00:00+00:00"}]},
+    ]))
+    err = StringIO()
+    with pytest.raises(CommandError, match="5 line"):
+        call_command("import_memories", str(memories), team="acme", stdout=StringIO(), stderr=err)
+    reported = err.getvalue().splitlines()
+    assert reported[0].startswith(f"{memories}:1: history[2].written_at: before history[1].written_at "
+                                  "(2024-02-01T00:00:00+00:00 < 2024-03-01T00:00:00+00:00)")
+    assert reported[1].startswith(f"{memories}:2: written_at: before history[1].written_at (")
+    assert reported[2].startswith(f"{memories}:3: written_at: before history[2].written_at (not given: the time of "
+                                  "the import) (")
+    assert reported[3].startswith(f"{memories}:4: written_at: a memory without history was written when it was created")
+    assert reported[4].startswith(f"{memories}:5: history[1].written_at: in the future (2999-01-01T00:00:00+00:00")
+    assert len(reported) == 5
+    assert list(Memory.objects.filter(current_version__isnull=True).values_list("content", flat=True)) == ["Fine"]
+
+
+def test_a_dated_history_text_repeated_is_one_version_dated_when_first_written(tmp_path):
+    from lessons.selectors.listing import memory_versions
+
+    memories = tmp_path / "memories.jsonl"
+    memories.write_text(json.dumps({"content": "Lives in Leipzig", "written_at": "2024-01-01T00:00:00+00:00",
+                                    "history": [
+        {"content": "Lives in Berlin", "written_at": "2022-01-01T00:00:00+00:00"},
+        {"content": "Lives in Berlin ", "written_at": "2023-01-01T00:00:00+00:00"},  # the same text, once trimmed
+    ]}) + "\n")
+    call_command("import_memories", str(memories), team="acme", create_team=True, stdout=StringIO())
+    memory = Memory.objects.get(current_version__isnull=True)
+    assert [(version.content, version.written_at.year) for version in memory_versions(memory=memory)] == [
+        ("Lives in Leipzig", 2024), ("Lives in Berlin", 2022)]

@@ -1,0 +1,116 @@
+"""The shared shape of `export_lessons` and `export_memories`: a team's rows as JSON Lines, in
+the format the matching import reads, to a file or (PATH `-`) to stdout.
+
+A file is written whole or not at all: the lines go to a temporary file beside PATH, renamed
+over it once complete, so Ctrl-C or an error never leaves half a file under PATH. Everything is
+read in one REPEATABLE READ transaction: an edit made during the export is in the file whole or
+not at all (never half of a memory's versions).
+"""
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, transaction
+
+from lessons.management.commands._stop_signal import stop_signal_as_interrupt
+from lessons.management.commands._team_option import team_from_option
+from lessons.models import Team
+
+STDOUT = "-"
+
+
+class JsonLinesExportCommand(BaseCommand):
+    kind = ""  # "lessons" or "memories"
+    one = ""  # "lesson" or "memory"
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="The JSON Lines file to write, or - for stdout.")
+        parser.add_argument("--team", required=True, help="Slug of the team to export.")
+        parser.add_argument("--force", action="store_true", help="Replace PATH if it exists.")
+
+    def rows(self, *, team: Team) -> Iterator[dict]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def tally(self, row: dict) -> None:
+        """Called with each row written, for the summary."""
+
+    def what(self, count: int) -> str:
+        return f"{count} {self.one if count == 1 else self.kind}"
+
+    def handle(self, *args, path, team, force=False, **options):
+        target = None if path == STDOUT else _checked_target(path, force=force)
+        with stop_signal_as_interrupt():
+            try:
+                with _snapshot():
+                    exported = team_from_option(team)
+                    rows = self.rows(team=exported)
+                    count = self._write_stdout(rows) if target is None else self._write_file(target, rows)
+            except KeyboardInterrupt:
+                kept = "the lines before it are on stdout" if target is None else f"nothing was written to {path}"
+                raise CommandError(f"interrupted (Ctrl-C or SIGTERM): {kept}", returncode=130) from None
+        if options.get("verbosity", 1) >= 1:
+            # With `-` stdout carries the data alone, so the summary goes to stderr.
+            out = self.stderr if target is None else self.stdout
+            where = "stdout" if target is None else path
+            summary = f"exported {self.what(count)} of team {exported.slug!r} to {where}"
+            out.write(summary, style_func=lambda text: text)  # not stderr's error colour: it went well
+
+    def _write_lines(self, write, rows: Iterator[dict]) -> int:
+        count = 0
+        for row in rows:
+            write(json.dumps(row, ensure_ascii=False) + "\n")  # the key order is the row's (selectors/exports.py)
+            self.tally(row)
+            count += 1
+        return count
+
+    def _write_stdout(self, rows: Iterator[dict]) -> int:
+        # UTF-8 bytes whatever the locale says, as in a file: the contract is about bytes.
+        binary = getattr(self.stdout, "buffer", None)
+        if binary is None:  # a text stream without bytes under it (call_command's StringIO)
+            return self._write_lines(self.stdout.write, rows)
+        count = self._write_lines(lambda text: binary.write(text.encode("utf-8")), rows)
+        binary.flush()
+        return count
+
+    def _write_file(self, target: Path, rows: Iterator[dict]) -> int:
+        # Created readable by its owner only (mkstemp): an export holds a team's memories.
+        descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as out:
+                count = self._write_lines(out.write, rows)
+                out.flush()
+                os.fsync(out.fileno())  # on disk before the rename makes it the file under PATH
+            os.replace(temporary, target)
+        except BaseException as error:
+            Path(temporary).unlink(missing_ok=True)
+            if isinstance(error, OSError):
+                raise CommandError(f"cannot write {target}: {error.strerror or error}") from error
+            raise
+        return count
+
+
+def _checked_target(path: str, *, force: bool) -> Path:
+    """Checked before anything is read, so a typo fails at once."""
+    target = Path(path)
+    if target.is_dir():
+        raise CommandError(f"{path}: is a folder; name the file to write")
+    if not target.parent.is_dir():
+        raise CommandError(f"{path}: its folder {target.parent} does not exist")
+    if target.exists() and not force:
+        raise CommandError(f"{path}: the file exists; add --force to replace it")
+    return target
+
+
+@contextmanager
+def _snapshot():
+    nested = connection.in_atomic_block  # inside a caller's transaction (a test): its snapshot stands
+    with transaction.atomic():
+        if not nested:  # only a transaction's first statement may set its isolation level
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield

@@ -1,0 +1,205 @@
+"""export_lessons and export_memories: the file the matching import reads, such that export ->
+import into an empty team -> export gives the same bytes; written whole or not at all; read in a
+constant number of queries and in one snapshot."""
+
+import io
+import itertools
+import json
+import threading
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+from django.db.models import F
+from django.test.utils import CaptureQueriesContext
+
+from lessons.models import Lesson, Memory, Team
+from lessons.selectors import exports
+from lessons.selectors.exports import memory_export_rows
+from lessons.services.api_keys import api_key_create
+from lessons.services.lessons import lesson_create
+from lessons.services.memories import memory_create, memory_update
+from tests.api.conftest import JsonClient
+from tests.factories import LessonFactory, MemoryFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def run(command, path, **options):
+    stdout, stderr = StringIO(), StringIO()
+    call_command(command, str(path), stdout=stdout, stderr=stderr, **options)
+    return stdout.getvalue(), stderr.getvalue()
+
+
+def fill(team):
+    """Rows as the services write them, dated as if written long ago."""
+    lesson_create(team=team, external_id="l-1", title="Naïve retries billed the café twice 🚀",
+                  description="Stripe 再送 “invoice.paid”.", tech_stacks=["django", "stripe"], tags=["webhooks"],
+                  confidence=0.95, frequency=3)
+    lesson_create(team=team, title="No id and no lists", status="proposed")
+    lesson_create(team=team, external_id="l-3", title="Rejected idea", status="rejected", confidence=0.1)
+    Lesson.objects.filter(team=team).update(created_at=F("created_at") - timedelta(days=400),
+                                            updated_at=F("updated_at") - timedelta(days=300))
+    zoe = memory_create(team=team, external_id="m-1", content="Zoë studies architecture", details="In Wien.",
+                        categories=["person"], people=["Zoë"], emotions=["proud"],
+                        occurred_at=datetime(2023, 4, 1, 9, 30, tzinfo=UTC))
+    memory_update(memory=zoe, content="Zoë dropped out to learn carpentry")
+    memory_update(memory=zoe, importance=9)  # not a text: the next version's written_at is not this
+    memory_update(memory=zoe, content="Zoë is a carpenter in Leipzig", details="")
+    memory_create(team=team, content="A memory without id, people or emotions")
+    Memory.objects.filter(team=team).update(created_at=F("created_at") - timedelta(days=400),
+                                            updated_at=F("updated_at") - timedelta(days=400))
+
+
+def versions_seen_by_the_api(team):
+    api = JsonClient(api_key_create(team=team, name="reader")[1])
+    seen = []
+    for memory in Memory.objects.filter(team=team, current_version__isnull=True).order_by("id"):
+        detail = api.get(f"/memories/{memory.pk}").json()
+        versions = api.get(f"/memories/{memory.pk}/versions").json()
+        seen.append((detail["created_at"], detail["updated_at"],
+                     [(v["version"], v["content"], v["written_at"], v["replaced_at"]) for v in versions]))
+    return seen
+
+
+def test_export_import_export_gives_the_same_bytes_and_the_same_dates(tmp_path, team):
+    fill(team)
+    for command, name in (("export_lessons", "lessons"), ("export_memories", "memories")):
+        run(command, tmp_path / f"{name}.jsonl", team="acme")
+        run(f"import_{name}", tmp_path / f"{name}.jsonl", team="copy", create_team=True)
+        run(command, tmp_path / f"{name}-again.jsonl", team="copy")
+        assert (tmp_path / f"{name}-again.jsonl").read_bytes() == (tmp_path / f"{name}.jsonl").read_bytes()
+
+    lines = [json.loads(line) for line in (tmp_path / "lessons.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(line["external_id"], line["status"]) for line in lines] == [
+        ("l-1", "confirmed"), (None, "proposed"), ("l-3", "rejected")]
+    assert lines[1]["tags"] == [] and lines[0]["created_at"].endswith("+00:00")
+    assert "Naïve retries billed the café twice 🚀" in (tmp_path / "lessons.jsonl").read_text(encoding="utf-8")
+    zoe, plain = [json.loads(line) for line in (tmp_path / "memories.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [version["content"] for version in zoe["history"]] == [
+        "Zoë studies architecture", "Zoë dropped out to learn carpentry"]  # oldest first
+    assert zoe["written_at"] < zoe["updated_at"]  # the importance changed after the last text
+    assert (plain["external_id"], plain["history"], plain["people"]) == (None, [], [])
+    assert plain["written_at"] == plain["created_at"]
+    assert versions_seen_by_the_api(team) == versions_seen_by_the_api(Team.objects.get(slug="copy"))
+
+
+def test_dash_writes_the_same_bytes_to_stdout_and_the_summary_to_stderr(tmp_path, team):
+    fill(team)
+    run("export_memories", tmp_path / "memories.jsonl", team="acme")
+    # An ASCII text layer (a C locale): the data still goes out as UTF-8 bytes, as in the file.
+    stdout, stderr = io.TextIOWrapper(io.BytesIO(), encoding="ascii"), StringIO()
+    call_command("export_memories", "-", team="acme", stdout=stdout, stderr=stderr)
+    assert stdout.buffer.getvalue() == (tmp_path / "memories.jsonl").read_bytes()
+    assert stderr.getvalue() == "exported 2 memories (2 earlier versions) of team 'acme' to stdout\n"
+
+
+def test_lessons_of_some_statuses_only_and_a_bad_status_named(tmp_path, team):
+    fill(team)
+    out, _ = run("export_lessons", tmp_path / "some.jsonl", team="acme", status=["rejected", "proposed"])
+    assert out == f"exported 2 lessons (rejected, proposed) of team 'acme' to {tmp_path / 'some.jsonl'}\n"
+    assert [json.loads(line)["status"] for line in (tmp_path / "some.jsonl").read_text().splitlines()] == [
+        "proposed", "rejected"]  # id order, whatever the options' order
+    with pytest.raises(CommandError, match="--status: no status 'accepted'; use proposed, confirmed, rejected"):
+        run("export_lessons", tmp_path / "bad.jsonl", team="acme", status=["confirmed", "accepted"])
+    assert not (tmp_path / "bad.jsonl").exists()
+
+
+def test_an_existing_file_is_refused_without_force_and_replaced_with_it(tmp_path, team):
+    LessonFactory(team=team, title="Only one")
+    target = tmp_path / "lessons.jsonl"
+    target.write_text("precious\n")
+    with pytest.raises(CommandError, match=f"{target}: the file exists; add --force to replace it"):
+        run("export_lessons", target, team="acme")
+    assert target.read_text() == "precious\n"
+    out, _ = run("export_lessons", target, team="acme", force=True)
+    assert out == f"exported 1 lesson of team 'acme' to {target}\n"
+    assert json.loads(target.read_text())["title"] == "Only one"
+    assert [path.name for path in tmp_path.iterdir()] == ["lessons.jsonl"]
+
+
+def test_an_unknown_team_a_missing_folder_and_a_folder_are_command_errors(tmp_path, team):
+    with pytest.raises(CommandError, match="--team: no team with slug 'acmee'"):
+        run("export_memories", tmp_path / "memories.jsonl", team="acmee")
+    with pytest.raises(CommandError, match="its folder .*/nowhere does not exist"):
+        run("export_memories", tmp_path / "nowhere" / "memories.jsonl", team="acme")
+    with pytest.raises(CommandError, match="is a folder"):
+        run("export_memories", tmp_path, team="acme", force=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fault", [RuntimeError("the disk caught fire"), KeyboardInterrupt()])
+def test_a_fault_mid_write_leaves_no_half_file_and_the_old_file_whole(tmp_path, team, monkeypatch, fault):
+    for number in range(5):
+        LessonFactory(team=team, title=f"Lesson {number}")
+    real_dict, rows = exports._lesson_dict, itertools.count()
+
+    def failing_after_two(values):
+        if next(rows) == 2:
+            raise fault
+        return real_dict(values)
+
+    monkeypatch.setattr(exports, "_lesson_dict", failing_after_two)
+    fresh, kept = tmp_path / "fresh.jsonl", tmp_path / "kept.jsonl"
+    kept.write_text("the last good export\n")
+    for target in (fresh, kept):
+        rows = itertools.count()
+        with pytest.raises((RuntimeError, CommandError)) as raised:
+            run("export_lessons", target, team="acme", force=True)
+        if isinstance(fault, KeyboardInterrupt):
+            assert raised.value.returncode == 130
+            assert str(raised.value) == f"interrupted (Ctrl-C or SIGTERM): nothing was written to {target}"
+    assert not fresh.exists() and kept.read_text() == "the last good export\n"
+    assert [path.name for path in tmp_path.iterdir()] == ["kept.jsonl"]  # no temporary file left
+
+
+def test_memories_stream_in_chunks_in_a_constant_number_of_queries(tmp_path, team, django_assert_max_num_queries):
+    def add_memories(count):
+        for _ in range(count):
+            memory = MemoryFactory(team=team)
+            for version in (1, 2):
+                MemoryFactory(team=team, current_version=memory, version=version, content=f"Before {version}")
+
+    counts = []
+    for total, more in ((3, 3), (40, 37)):
+        add_memories(more)
+        with django_assert_max_num_queries(6), CaptureQueriesContext(connection) as queries:
+            run("export_memories", tmp_path / f"{total}.jsonl", team="acme")
+        counts.append(len(queries))
+        assert len((tmp_path / f"{total}.jsonl").read_text().splitlines()) == total
+    assert counts[0] == counts[1]
+    # Across chunk boundaries each memory still gets its own versions, oldest first.
+    assert list(memory_export_rows(team=team, chunk_size=7)) == list(memory_export_rows(team=team))
+    assert {tuple(v["content"] for v in row["history"]) for row in memory_export_rows(team=team, chunk_size=7)} == {
+        ("Before 1", "Before 2")}
+
+
+@pytest.mark.django_db(transaction=True)  # the command's own transaction, REPEATABLE READ, not the test's
+def test_an_edit_during_the_export_is_not_in_the_file(tmp_path, monkeypatch):
+    team = Team.objects.create(slug="acme", name="Acme")
+    first, second = MemoryFactory(team=team, content="First as it was"), MemoryFactory(team=team, content="Second")
+    from lessons.management.commands import export_memories
+
+    real_rows = export_memories.memory_export_rows
+
+    def rows_with_an_edit_meanwhile(*, team):
+        # The export's snapshot is taken (the team is read): another writer commits an edit now.
+        def edit():
+            try:
+                Memory.objects.filter(pk=first.pk).update(content="First as edited")
+                MemoryFactory(team=team, current_version=second, version=1, content="Second before")
+            finally:
+                connection.close()
+
+        writer = threading.Thread(target=edit)
+        writer.start()
+        writer.join(10)
+        yield from real_rows(team=team)
+
+    monkeypatch.setattr(export_memories, "memory_export_rows", rows_with_an_edit_meanwhile)
+    run("export_memories", tmp_path / "memories.jsonl", team="acme")
+    rows = [json.loads(line) for line in (tmp_path / "memories.jsonl").read_text().splitlines()]
+    assert [(row["content"], row["history"]) for row in rows] == [("First as it was", []), ("Second", [])]
+    assert Memory.objects.get(pk=first.pk).content == "First as edited"  # the edit itself landed
