@@ -8,8 +8,10 @@ taken for a lesson id."""
 from contextlib import contextmanager
 
 from django.core.exceptions import ValidationError
+from django.http import HttpResponse
 from ninja import Path, Query, Router
 
+from lessons.api import preconditions
 from lessons.api.curation_schemas import (
     DismissedOut,
     DismissIn,
@@ -23,7 +25,16 @@ from lessons.api.curation_schemas import (
 )
 from lessons.api.permissions import needs
 from lessons.api.query_parameters import takes_query
-from lessons.api.schemas import AUTHENTICATED, INVALID, MAX_ID, NOT_FOUND, WITH_BODY, MemoryOut, PathId
+from lessons.api.schemas import (
+    AUTHENTICATED,
+    INVALID,
+    MAX_ID,
+    NOT_FOUND,
+    PRECONDITION,
+    WITH_BODY,
+    MemoryOut,
+    PathId,
+)
 from lessons.models import DuplicateKind, Lesson, Memory
 from lessons.selectors.curation import lesson_duplicate_pairs, memory_duplicate_pairs
 from lessons.selectors.listing import lesson_get, lesson_list, memory_get
@@ -170,15 +181,22 @@ def merge_memories(request, payload: MemoryMergeIn, memory_id: PathId = MemoryId
 @router.post(
     "/memories/{memory_id}/versions/{version_id}/restore",
     tags=["memories"],
-    response={200: MemoryOut, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    response={200: MemoryOut, **PRECONDITION, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Make an earlier version's text current again",
+    description="The version's content and details become the memory's; the text they replace is kept as a "
+    "version, so a restore is undone the same way. " + preconditions.DOCUMENTED,
 )
 @needs("memories", "change")
-def restore_memory_version(request, memory_id: PathId = MemoryId, version_id: PathId = VersionId):
-    """The version's content and details become the memory's; the text they replace is kept as a
-    version, so a restore is undone the same way."""
+@preconditions.honours_if_match
+def restore_memory_version(
+    request, response: HttpResponse, memory_id: PathId = MemoryId, version_id: PathId = VersionId,
+    if_match: str | None = preconditions.if_match_header(),
+):
     memory = memory_get(team=request.auth.team, memory_id=memory_id)
     version = memory.previous_versions.filter(pk=version_id).first()
     if version is None:
         raise Memory.DoesNotExist(f"memory {memory_id} has no earlier version {version_id}")
-    return curation_services.memory_restore_version(memory=memory, version=version)
+    restored = curation_services.memory_restore_version(
+        memory=memory, version=version, expected_updated_at=preconditions.expected_updated_at(if_match, row=memory)
+    )
+    return preconditions.with_etag(response, restored)

@@ -9,6 +9,7 @@ import logging
 
 import pydantic
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.serializers.json import DjangoJSONEncoder
 
 from lessons.error_text import first_line, schema_behind, unreadable_json
 from lessons.selectors.health import forget_migrated
@@ -92,6 +93,14 @@ def django_validation_errors(error: DjangoValidationError) -> dict:
     else:
         described = [{"field": "body", "message": " ".join(error.messages)}]
     return error_body(_summary(described), described)
+
+
+def changed_since_read(*, row, sent: str, again: str) -> str:
+    """Why a write from an old copy of `row` (as stored now) was refused: `sent`, what the writer said
+    it read; `again`, how to read it again. The caller names the field (If-Match, expected_updated_at)."""
+    changed_at = DjangoJSONEncoder().default(row.updated_at)  # as every answer writes it
+    return (f"the {row._meta.verbose_name} was changed at {changed_at} since the version you sent ({sent}); "
+            f"{again} and re-apply your change")
 
 
 def malformed_json(error: Exception) -> dict:

@@ -1,9 +1,10 @@
 """Lessons: list, read, write, the propose / accept / reject workflow, and the agents' shortcuts."""
 
+from django.http import HttpResponse
 from ninja import Path, Query, Router
 from ninja.pagination import paginate
 
-from lessons.api import errors, operations
+from lessons.api import errors, operations, preconditions
 from lessons.api.pagination import Pages
 from lessons.api.permissions import needs
 from lessons.api.query_parameters import takes_query
@@ -12,6 +13,7 @@ from lessons.api.schemas import (
     CONFLICT,
     INVALID,
     NOT_FOUND,
+    PRECONDITION,
     WITH_BODY,
     ErrorOut,
     LessonDecisionOut,
@@ -45,14 +47,14 @@ def list_lessons(request, filters: Query[LessonFilters]):
 
 @router.post("/lessons", response={201: LessonOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
 @needs("lessons", "add")
-def create_lesson(request, payload: LessonIn):
-    return 201, operations.store_lesson(team=request.auth.team, payload=payload)
+def create_lesson(request, response: HttpResponse, payload: LessonIn):
+    return 201, preconditions.with_etag(response, operations.store_lesson(team=request.auth.team, payload=payload))
 
 
 @router.post("/lessons/propose", response={201: LessonOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
 @needs("lessons", "add")
-def propose_lesson(request, payload: LessonProposeIn):
-    return 201, operations.propose_lesson(team=request.auth.team, payload=payload)
+def propose_lesson(request, response: HttpResponse, payload: LessonProposeIn):
+    return 201, preconditions.with_etag(response, operations.propose_lesson(team=request.auth.team, payload=payload))
 
 
 @router.get("/lessons/relevant", response={200: SearchOut, **INVALID, **AUTHENTICATED})
@@ -75,26 +77,47 @@ def session_lessons(request, payload: SessionIn):
     return operations.session_lessons(team=request.auth.team, payload=payload)
 
 
-@router.get("/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@router.get(
+    "/lessons/{lesson_id}", response={200: LessonOut, 304: None, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    description="The lesson, with its `ETag` (for `If-Match` on a write; `If-None-Match` answers 304).",
+)
 @takes_query()  # only the path: a query string is a mistake
 @needs("lessons", "view")
-def get_lesson(request, lesson_id: PathId = LessonId):
-    return lesson_get(team=request.auth.team, lesson_id=lesson_id)
+def get_lesson(request, response: HttpResponse, lesson_id: PathId = LessonId):
+    lesson = lesson_get(team=request.auth.team, lesson_id=lesson_id)
+    return preconditions.not_modified(request, lesson) or preconditions.with_etag(response, lesson)
 
 
 @router.patch(
-    "/lessons/{lesson_id}", response={200: LessonOut, **NOT_FOUND, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED}
+    "/lessons/{lesson_id}",
+    response={200: LessonOut, **PRECONDITION, **NOT_FOUND, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED},
+    description="Changes the fields sent. " + preconditions.DOCUMENTED,
 )
 @needs("lessons", "change")
-def update_lesson(request, payload: LessonPatch, lesson_id: PathId = LessonId):
+@preconditions.honours_if_match
+def update_lesson(
+    request, response: HttpResponse, payload: LessonPatch, lesson_id: PathId = LessonId,
+    if_match: str | None = preconditions.if_match_header(),
+):
     lesson = lesson_get(team=request.auth.team, lesson_id=lesson_id)
-    return lesson_services.lesson_update(lesson=lesson, **payload.model_dump(exclude_unset=True))
+    updated = lesson_services.lesson_update(
+        lesson=lesson, expected_updated_at=preconditions.expected_updated_at(if_match, row=lesson),
+        **payload.model_dump(exclude_unset=True),
+    )
+    return preconditions.with_etag(response, updated)
 
 
-@router.delete("/lessons/{lesson_id}", response={204: None, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@router.delete(
+    "/lessons/{lesson_id}", response={204: None, **PRECONDITION, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    description="Deletes the lesson. " + preconditions.DOCUMENTED,
+)
 @needs("lessons", "delete")
-def delete_lesson(request, lesson_id: PathId = LessonId):
-    lesson_services.lesson_delete(lesson=lesson_get(team=request.auth.team, lesson_id=lesson_id))
+@preconditions.honours_if_match
+def delete_lesson(request, lesson_id: PathId = LessonId, if_match: str | None = preconditions.if_match_header()):
+    lesson = lesson_get(team=request.auth.team, lesson_id=lesson_id)
+    lesson_services.lesson_delete(
+        lesson=lesson, expected_updated_at=preconditions.expected_updated_at(if_match, row=lesson)
+    )
     return 204, None
 
 

@@ -2,10 +2,11 @@
 agents' shortcuts: listings (friends, panic attacks, interests, events) and searches (by person,
 by emotion, across versions)."""
 
+from django.http import HttpResponse
 from ninja import Path, Query, Router
 from ninja.pagination import paginate
 
-from lessons.api import operations
+from lessons.api import operations, preconditions
 from lessons.api.pagination import Pages
 from lessons.api.permissions import needs
 from lessons.api.query_parameters import takes_query
@@ -14,11 +15,13 @@ from lessons.api.schemas import (
     CONFLICT,
     INVALID,
     NOT_FOUND,
+    PRECONDITION,
     WITH_BODY,
     ByEmotionQuery,
     ByPersonQuery,
     EventsQuery,
     MAX_ID,
+    MEMORY_ID,
     MemoryFilters,
     MemoryIn,
     MemoryLimitQuery,
@@ -37,7 +40,7 @@ from lessons.services import memories as memory_services
 
 router = Router(tags=["memories"])
 
-MemoryId = Path(..., ge=1, le=MAX_ID, description="The memory's id (its current version).")
+MemoryId = Path(..., ge=1, le=MAX_ID, description=MEMORY_ID)
 
 
 @router.get("/memories", response={200: list[MemoryOut], **INVALID, **AUTHENTICATED})
@@ -50,8 +53,8 @@ def list_memories(request, filters: Query[MemoryFilters]):
 
 @router.post("/memories", response={201: MemoryOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
 @needs("memories", "add")
-def create_memory(request, payload: MemoryIn):
-    return 201, operations.store_memory(team=request.auth.team, payload=payload)
+def create_memory(request, response: HttpResponse, payload: MemoryIn):
+    return 201, preconditions.with_etag(response, operations.store_memory(team=request.auth.team, payload=payload))
 
 
 @router.get("/memories/friends", response={200: PeopleOut, **INVALID, **AUTHENTICATED})
@@ -104,26 +107,48 @@ def search_versions(request, payload: SearchVersionsIn):
     return operations.search_versions(team=request.auth.team, payload=payload)
 
 
-@router.get("/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@router.get(
+    "/memories/{memory_id}", response={200: MemoryOut, 304: None, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    description="The memory, with its `ETag` (for `If-Match` on a write; `If-None-Match` answers 304).",
+)
 @takes_query()  # only the path: a query string is a mistake
 @needs("memories", "view")
-def get_memory(request, memory_id: PathId = MemoryId):
-    return memory_get(team=request.auth.team, memory_id=memory_id)
+def get_memory(request, response: HttpResponse, memory_id: PathId = MemoryId):
+    memory = memory_get(team=request.auth.team, memory_id=memory_id)
+    return preconditions.not_modified(request, memory) or preconditions.with_etag(response, memory)
 
 
 @router.patch(
-    "/memories/{memory_id}", response={200: MemoryOut, **NOT_FOUND, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED}
+    "/memories/{memory_id}",
+    response={200: MemoryOut, **PRECONDITION, **NOT_FOUND, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED},
+    description="Changes the fields sent; a new content or details keeps the old text as a version. "
+    + preconditions.DOCUMENTED,
 )
 @needs("memories", "change")
-def update_memory(request, payload: MemoryPatch, memory_id: PathId = MemoryId):
+@preconditions.honours_if_match
+def update_memory(
+    request, response: HttpResponse, payload: MemoryPatch, memory_id: PathId = MemoryId,
+    if_match: str | None = preconditions.if_match_header(),
+):
     memory = memory_get(team=request.auth.team, memory_id=memory_id)
-    return memory_services.memory_update(memory=memory, **payload.model_dump(exclude_unset=True))
+    updated = memory_services.memory_update(
+        memory=memory, expected_updated_at=preconditions.expected_updated_at(if_match, row=memory),
+        **payload.model_dump(exclude_unset=True),
+    )
+    return preconditions.with_etag(response, updated)
 
 
-@router.delete("/memories/{memory_id}", response={204: None, **NOT_FOUND, **INVALID, **AUTHENTICATED})
+@router.delete(
+    "/memories/{memory_id}", response={204: None, **PRECONDITION, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    description="Deletes the memory with its earlier versions. " + preconditions.DOCUMENTED,
+)
 @needs("memories", "delete")
-def delete_memory(request, memory_id: PathId = MemoryId):
-    memory_services.memory_delete(memory=memory_get(team=request.auth.team, memory_id=memory_id))
+@preconditions.honours_if_match
+def delete_memory(request, memory_id: PathId = MemoryId, if_match: str | None = preconditions.if_match_header()):
+    memory = memory_get(team=request.auth.team, memory_id=memory_id)
+    memory_services.memory_delete(
+        memory=memory, expected_updated_at=preconditions.expected_updated_at(if_match, row=memory)
+    )
     return 204, None
 
 

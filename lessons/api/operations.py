@@ -2,13 +2,20 @@
 
 The HTTP handlers and the agent tools (`GET /tools`, the MCP server) both call these, with the
 same input schema, so an endpoint and its tool cannot behave differently. Each one calls a single
-selector or service.
+selector or service (a memory's tools read the memory first, as its handlers do).
 
 Every search-shaped answer is recorded (`lessons.services.usage.search_record`) and carries its
 `search_id`, which `report_usage` (`POST /feedback`) takes back with the ids the agent used.
 `source` says who asked: "api" for the HTTP handlers, "mcp" for the MCP server's tools.
 """
 
+from contextlib import contextmanager
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.core.serializers.json import DjangoJSONEncoder
+
+from lessons.api import errors
 from lessons.api.schemas import (
     ByEmotionQuery,
     ByPersonQuery,
@@ -16,8 +23,11 @@ from lessons.api.schemas import (
     FeedbackIn,
     LessonIn,
     LessonProposeIn,
+    MemoryDeleteIn,
+    MemoryIdIn,
     MemoryIn,
     MemoryLimitQuery,
+    MemoryUpdateIn,
     PanicAttacksQuery,
     PatternsQuery,
     RelevantLessonsQuery,
@@ -30,6 +40,7 @@ from lessons.search import SearchFilters, SearchRequest, SearchRequestError
 from lessons.search import search as run_search
 from lessons.search.serialise import search_response_as_dict
 from lessons.selectors.lessons import lessons_for_session, lessons_patterns_for_feature, lessons_relevant
+from lessons.selectors.listing import memory_get, memory_versions
 from lessons.selectors.memories import (
     memories_by_emotion,
     memories_by_person,
@@ -42,6 +53,7 @@ from lessons.selectors.memories import (
 from lessons.services import lessons as lesson_services
 from lessons.services import memories as memory_services
 from lessons.services import usage as usage_services
+from lessons.services.common import ChangedSinceRead
 
 
 def _recorded(*, team: Team, response, kind: str, operation: str, query: str, source: str) -> dict:
@@ -180,6 +192,43 @@ def session_lessons(*, team: Team, payload: SessionIn, source: str = "api") -> d
 
 def store_memory(*, team: Team, payload: MemoryIn) -> Memory:
     return memory_services.memory_create(team=team, **payload.model_dump())
+
+
+@contextmanager
+def _named_as_the_tools_arguments(expected_updated_at: datetime | None = None):
+    """A tool names the memory by the argument `memory_id` (the endpoint: by its path): a 404 names it,
+    as report_usage's names `search_id`; a stale write names `expected_updated_at`, the tools' If-Match."""
+    try:
+        yield
+    except Memory.DoesNotExist as missing:
+        missing.field = "memory_id"
+        raise
+    except ChangedSinceRead as changed:
+        sent = f"updated_at {DjangoJSONEncoder().default(expected_updated_at)}"
+        message = errors.changed_since_read(row=changed.row, sent=sent, again="call get_memory again")
+        raise ValidationError({"expected_updated_at": message}) from None
+
+
+def get_memory(*, team: Team, payload: MemoryIdIn) -> Memory:
+    """The memory (GET /memories/{id}) with its texts (GET /memories/{id}/versions) as `versions`."""
+    with _named_as_the_tools_arguments():
+        memory = memory_get(team=team, memory_id=payload.memory_id)
+    memory.versions = memory_versions(memory=memory)
+    return memory
+
+
+def update_memory(*, team: Team, payload: MemoryUpdateIn) -> Memory:
+    changes = payload.model_dump(exclude_unset=True, exclude={"memory_id", "expected_updated_at"})
+    with _named_as_the_tools_arguments(payload.expected_updated_at):
+        memory = memory_get(team=team, memory_id=payload.memory_id)
+        return memory_services.memory_update(memory=memory, expected_updated_at=payload.expected_updated_at, **changes)
+
+
+def delete_memory(*, team: Team, payload: MemoryDeleteIn) -> dict:
+    with _named_as_the_tools_arguments(payload.expected_updated_at):
+        memory = memory_get(team=team, memory_id=payload.memory_id)
+        memory_services.memory_delete(memory=memory, expected_updated_at=payload.expected_updated_at)
+    return {"id": payload.memory_id, "deleted": True}
 
 
 def friends(*, team: Team, payload: MemoryLimitQuery):

@@ -200,6 +200,9 @@ INVALID = {422: ErrorOut}
 WITH_BODY = {400: ErrorOut, 413: ErrorOut}
 NOT_FOUND = {404: ErrorOut}
 CONFLICT = {409: ErrorOut}  # two writers racing for one external_id: the second one
+# Writes that honour If-Match (lessons.api.preconditions): 400 for a header that is not a list of
+# tags, 412 when the row changed since the tag was read.
+PRECONDITION = {400: ErrorOut, 412: ErrorOut}
 
 
 class LessonOut(ModelSchema):
@@ -424,16 +427,60 @@ class MemoryIn(StrictIn):
 class MemoryPatch(StrictIn):
     """Only the fields sent are changed; a new content or details keeps the old text as a version."""
 
-    content: str = Field(None, min_length=1, max_length=MAX_TEXT_CHARS)
-    details: str = Field(None, max_length=MAX_TEXT_CHARS)
-    categories: Terms = None
-    importance: int = Field(None, ge=1, le=10)
-    people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = None
-    emotions: Terms = None
-    occurred_at: datetime | None = None
-    external_id: str | None = Field(None, max_length=200)
+    content: str = Field(None, min_length=1, max_length=MAX_TEXT_CHARS, description=(
+        "The new short form; the text it replaces is kept as a version."))
+    details: str = Field(None, max_length=MAX_TEXT_CHARS, description=(
+        "The new full form; the text it replaces is kept as a version."))
+    categories: Terms = Field(None, description="The whole new list (it replaces the old one): person, event, ...")
+    importance: int = Field(None, ge=1, le=10, description="1 (trivial) to 10 (life-changing).")
+    people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(None, description=(
+        "The whole new list of people (it replaces the old one): send every name to keep with the one you add."))
+    emotions: Terms = Field(None, description="The whole new list of emotions (it replaces the old one).")
+    occurred_at: datetime | None = Field(None, description=(
+        "When it happened (ISO 8601; without an offset read as UTC); null: not known."))
+    external_id: str | None = Field(None, max_length=200, description="Your own id for this memory; null removes it.")
 
     _in_utc = field_validator("occurred_at")(_in_utc)
+
+
+# --- the memory tools (get_memory, update_memory, delete_memory): the endpoints' path id as an
+# argument, and If-Match as the `updated_at` the agent read
+
+MEMORY_ID = "The memory's id (its current version)."
+ExpectedUpdatedAt = Annotated[datetime | None, Field(description=(
+    "The memory's `updated_at` as you read it (get_memory). When the memory changed since, nothing is "
+    "written and the error names this argument: read it again and re-apply your change. Left out, the "
+    "write happens whatever changed meanwhile."))]
+
+
+class MemoryIdIn(StrictIn):
+    memory_id: PathId = Field(ge=1, le=MAX_ID, description=MEMORY_ID)
+
+
+class MemoryUpdateIn(MemoryPatch):
+    """A memory's id, the fields to change (only those sent) and, to refuse a stale write, the
+    `updated_at` read."""
+
+    memory_id: PathId = Field(ge=1, le=MAX_ID, description=MEMORY_ID)
+    expected_updated_at: ExpectedUpdatedAt = None
+
+    _expected_in_utc = field_validator("expected_updated_at")(_in_utc)
+
+
+class MemoryDeleteIn(MemoryIdIn):
+    expected_updated_at: ExpectedUpdatedAt = None
+
+    _expected_in_utc = field_validator("expected_updated_at")(_in_utc)
+
+
+class MemoryWithVersionsOut(MemoryOut):
+    versions: list[MemoryVersionOut] = Field(description=(
+        "The memory's texts, newest (the current one) first, as GET /memories/{id}/versions lists them."))
+
+
+class MemoryDeletedOut(Schema):
+    id: int
+    deleted: bool = Field(description="true: the memory and its earlier versions are gone.")
 
 
 class MemoryFilters(FilterSchema):

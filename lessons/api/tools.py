@@ -1,7 +1,9 @@
 """The agent tools: each is an endpoint's input schema, operation and output schema under a
 function-calling name. `GET /tools` lists them as JSON schemas; `python manage.py mcp` serves them
 over MCP. Parameters are generated from the endpoint's own schema (minus the values a tool fixes,
-such as `kind` for `search_lessons`), so a tool cannot drift from its endpoint.
+such as `kind` for `search_lessons`), so a tool cannot drift from its endpoint. A tool for one
+memory takes the path's id as the argument `memory_id`, and If-Match as `expected_updated_at`
+(the `updated_at` the agent read).
 """
 
 import json
@@ -24,10 +26,15 @@ from lessons.api.schemas import (
     LessonIn,
     LessonOut,
     LessonProposeIn,
+    MemoryDeletedOut,
+    MemoryDeleteIn,
+    MemoryIdIn,
     MemoryIn,
     MemoryLimitQuery,
     MemoryListOut,
     MemoryOut,
+    MemoryUpdateIn,
+    MemoryWithVersionsOut,
     PanicAttacksQuery,
     PatternsQuery,
     PeopleOut,
@@ -228,6 +235,36 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
         input=MemoryIn,
         output=MemoryOut,
         operation=operations.store_memory,
+    ),
+    AgentTool(
+        name="get_memory",
+        description="One memory by id, with its texts (`versions`: the current one first, then each earlier "
+        "one with when it was written and replaced). Its `updated_at` is what update_memory and delete_memory "
+        "take as `expected_updated_at`.",
+        endpoint="GET /memories/{memory_id}",
+        input=MemoryIdIn,
+        output=MemoryWithVersionsOut,
+        operation=operations.get_memory,
+    ),
+    AgentTool(
+        name="update_memory",
+        description="Correct a memory: only the fields you send change (a list, such as people, is replaced "
+        "as a whole); a new content or details keeps the old text as a version. Send the `updated_at` you read "
+        "as `expected_updated_at`: if someone changed the memory since, nothing is written and the error says "
+        "so (read it again, then re-apply your change).",
+        endpoint="PATCH /memories/{memory_id}",
+        input=MemoryUpdateIn,
+        output=MemoryOut,
+        operation=operations.update_memory,
+    ),
+    AgentTool(
+        name="delete_memory",
+        description="Forget a memory, with all its earlier versions (when asked to). With `expected_updated_at`, "
+        "a memory changed since you read it is not deleted.",
+        endpoint="DELETE /memories/{memory_id}",
+        input=MemoryDeleteIn,
+        output=MemoryDeletedOut,
+        operation=operations.delete_memory,
     ),
     AgentTool(
         name="get_all_friends",

@@ -1,7 +1,7 @@
 """Small helpers shared by the write services."""
 
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
@@ -22,6 +22,32 @@ def changed_since_opened(*, row, opened_at: datetime | None, would: str, then: s
         f"and {would}. {then}",
         code="changed_since_opened",
     )
+
+
+class ChangedSinceRead(Exception):
+    """A write refused because the row changed since the writer read it (over HTTP `If-Match`, in a
+    tool `expected_updated_at`): another writer's change would have been lost. Nothing was written."""
+
+    def __init__(self, *, row):
+        self.row = row  # as stored, read under the write's row lock
+        super().__init__(f"{row._meta.verbose_name} {row.pk} was changed at {row.updated_at.isoformat()}")
+
+
+def _to_the_millisecond(moment: datetime) -> datetime:
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def refuse_changed_since_read(*, row, expected_updated_at: datetime | Collection[datetime] | None) -> None:
+    """Raise ChangedSinceRead unless `row` (read under the caller's row lock) still has the
+    `updated_at` the writer read, or one of several (If-Match may list tags); None: not checked.
+    Compared to the millisecond: every answer writes `updated_at` so, and a writer sends back what
+    it read."""
+    if expected_updated_at is None:
+        return
+    expected = (expected_updated_at,) if isinstance(expected_updated_at, datetime) else expected_updated_at
+    stored = _to_the_millisecond(row.updated_at)
+    if not any(_to_the_millisecond(moment) == stored for moment in expected):
+        raise ChangedSinceRead(row=row)
 
 
 def normalise_text(value) -> str:

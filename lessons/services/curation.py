@@ -22,6 +22,7 @@ versions) is deleted, and leaves a `MemoryMerge` record on the kept one with its
 earlier texts (records it carried itself move to the kept memory).
 """
 
+from collections.abc import Collection
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
@@ -40,7 +41,12 @@ from lessons.models import (
 )
 from lessons.services import lessons as lesson_services
 from lessons.services import memories as memory_services
-from lessons.services.common import changed_since_opened, normalise_names, normalise_terms
+from lessons.services.common import (
+    changed_since_opened,
+    normalise_names,
+    normalise_terms,
+    refuse_changed_since_read,
+)
 
 # What the curator picks from one lesson as a whole (the text a reader sees).
 MERGED_TEXT_FIELDS = ("title", "description", "context", "recommendation", "category")
@@ -247,13 +253,20 @@ def _not_pairable(*, kind: str, team: Team, row_id: int, names_other_teams: bool
 
 
 @transaction.atomic
-def memory_restore_version(*, memory: Memory, version: Memory, seen_updated_at: datetime | None = None) -> Memory:
+def memory_restore_version(
+    *,
+    memory: Memory,
+    version: Memory,
+    seen_updated_at: datetime | None = None,
+    expected_updated_at: datetime | Collection[datetime] | None = None,
+) -> Memory:
     """Make the text (content and details) of the earlier `version` the memory's current text.
     Nothing is lost: the text it replaces is kept as a version like any other edit, so the
     restore itself shows in the history (and can be undone the same way). Raises
     ValidationError when `version` is not an earlier version of `memory`, or when the memory
     changed since `seen_updated_at` (its `updated_at` when the caller's page showed it): a restore
-    from a stale tab replaced a newer edit without a word."""
+    from a stale tab replaced a newer edit without a word. `expected_updated_at` is the API's
+    form of the same check (If-Match): ChangedSinceRead, as memory_update raises it."""
     if not memory.is_current:
         raise ValidationError({"memory": "Restore onto the current memory, not an earlier version."})
     if version.current_version_id != memory.pk:
@@ -268,6 +281,7 @@ def memory_restore_version(*, memory: Memory, version: Memory, seen_updated_at: 
     )
     if stale is not None:
         raise stale
+    refuse_changed_since_read(row=stored, expected_updated_at=expected_updated_at)
     restored = memory_services.memory_update(memory=stored, content=version.content, details=version.details)
     memory.__dict__.update({name: getattr(restored, name) for name in (*memory_services.EDITABLE_FIELDS, "version", "updated_at")})
     return restored

@@ -1,12 +1,14 @@
 """Writing lessons: create, update, delete, and the propose / accept / reject workflow."""
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import transaction
 
 from lessons.embedding import embedded_fields
 from lessons.models import Lesson, LessonStatus, Team
-from lessons.services.common import normalise_terms, normalise_text
+from lessons.services.common import normalise_terms, normalise_text, refuse_changed_since_read
 from lessons.services.embeddings import embedding_schedule
 from lessons.text import clean_identifier
 
@@ -82,18 +84,31 @@ def lesson_create(
     return lesson
 
 
+def _locked(lesson: Lesson, *, expected_updated_at) -> Lesson:
+    """The stored row, locked (inside the caller's transaction) and checked against the
+    `updated_at` the writer read (see common.refuse_changed_since_read)."""
+    stored = Lesson.objects.select_for_update().filter(pk=lesson.pk).first()
+    if stored is None:
+        raise Lesson.DoesNotExist(f"lesson {lesson.pk} does not exist (deleted or merged meanwhile)")
+    refuse_changed_since_read(row=stored, expected_updated_at=expected_updated_at)
+    return stored
+
+
 @transaction.atomic
-def lesson_update(*, lesson: Lesson, **changes) -> Lesson:
+def lesson_update(
+    *, lesson: Lesson, expected_updated_at: datetime | Collection[datetime] | None = None, **changes
+) -> Lesson:
     """Apply `changes` (any of EDITABLE_FIELDS); unknown names are a programming error.
 
     Raises Lesson.DoesNotExist when the lesson was deleted or merged away meanwhile: the row is
     locked first, so an edit or an accept racing a merge waits for it and then says the lesson is
-    gone (the save used to fail with a DatabaseError, a 500), or lands before the merge takes it."""
+    gone (the save used to fail with a DatabaseError, a 500), or lands before the merge takes it.
+    Raises ChangedSinceRead, under that lock, when `expected_updated_at` is given and the lesson
+    changed since: of two writers sending the same one, exactly one lands."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise TypeError(f"lesson_update() got unknown fields: {', '.join(sorted(unknown))}")
-    if not Lesson.objects.select_for_update().filter(pk=lesson.pk).exists():
-        raise Lesson.DoesNotExist(f"lesson {lesson.pk} does not exist (deleted or merged meanwhile)")
+    _locked(lesson, expected_updated_at=expected_updated_at)
     normalised = _normalised(changes)
     changed = _differing(lesson, normalised)
     for name in changed:
@@ -117,13 +132,11 @@ def _differing(lesson: Lesson, normalised: dict) -> list[str]:
 
 
 @transaction.atomic
-def lesson_delete(*, lesson: Lesson) -> None:
+def lesson_delete(*, lesson: Lesson, expected_updated_at: datetime | Collection[datetime] | None = None) -> None:
     """Locked first, as an edit or a merge locks it: a merge under way that keeps this lesson adds
-    records to it, which a delete collected before them would leave pointing at nothing."""
-    stored = Lesson.objects.select_for_update().filter(pk=lesson.pk).first()
-    if stored is None:
-        raise Lesson.DoesNotExist(f"lesson {lesson.pk} does not exist (deleted or merged meanwhile)")
-    stored.delete()
+    records to it, which a delete collected before them would leave pointing at nothing. With
+    `expected_updated_at`, a lesson changed since is not deleted (ChangedSinceRead)."""
+    _locked(lesson, expected_updated_at=expected_updated_at).delete()
 
 
 def lesson_propose(*, team: Team, **fields) -> Lesson:

@@ -2,13 +2,14 @@
 own (with the embedding it already had), so a later search can look across versions; the current
 row keeps its id, so links to it stay valid."""
 
+from collections.abc import Collection
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from lessons.models import Memory, Team
-from lessons.services.common import normalise_names, normalise_terms, normalise_text
+from lessons.services.common import normalise_names, normalise_terms, normalise_text, refuse_changed_since_read
 from lessons.services.embeddings import embedding_schedule, embedding_schedule_if_pending
 from lessons.text import clean_identifier
 
@@ -84,14 +85,18 @@ def memory_create(
 
 
 @transaction.atomic
-def memory_update(*, memory: Memory, **changes) -> Memory:
+def memory_update(
+    *, memory: Memory, expected_updated_at: datetime | Collection[datetime] | None = None, **changes
+) -> Memory:
     """Apply `changes` (any of EDITABLE_FIELDS). A change of content or details archives the
     previous text as version `n` and makes the memory version `n + 1`.
 
     Only the fields in `changes` are written, over the row as it is in the database (read under a
     row lock), never over `memory` as the caller read it: two agents editing the importance and
     the text of one memory at once both land (a stale copy used to write the old text back), and
-    the admin, whose form has already written the new values onto `memory`, versions correctly."""
+    the admin, whose form has already written the new values onto `memory`, versions correctly.
+    With `expected_updated_at` (the `updated_at` the writer read), a memory changed since is refused
+    under that lock (ChangedSinceRead): two agents adding a person each no longer lose one of them."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise TypeError(f"memory_update() got unknown fields: {', '.join(sorted(unknown))}")
@@ -101,6 +106,7 @@ def memory_update(*, memory: Memory, **changes) -> Memory:
     stored = Memory.objects.select_for_update().filter(pk=memory.pk).first()
     if stored is None:  # merged or deleted while the caller held it: said as a lesson's is
         raise Memory.DoesNotExist(f"memory {memory.pk} does not exist (deleted or merged meanwhile)")
+    refuse_changed_since_read(row=stored, expected_updated_at=expected_updated_at)
     wanted = {name: getattr(stored, name) for name in EDITABLE_FIELDS}
     wanted.update(_normalised(changes))
     changed = [name for name in EDITABLE_FIELDS if getattr(stored, name) != wanted[name]]
@@ -144,13 +150,15 @@ def _archive_version(*, memory: Memory, previous_state: dict) -> Memory:
 
 
 @transaction.atomic
-def memory_delete(*, memory: Memory) -> None:
+def memory_delete(*, memory: Memory, expected_updated_at: datetime | Collection[datetime] | None = None) -> None:
     """Delete a memory with all its versions. The row is locked first, as an edit locks it: an edit
     under way lands before, and the version it adds goes too (collected before that version
-    existed, the delete failed on it with a foreign-key error and left the memory in place)."""
+    existed, the delete failed on it with a foreign-key error and left the memory in place). With
+    `expected_updated_at`, a memory changed since is not deleted (ChangedSinceRead)."""
     stored = Memory.objects.select_for_update().filter(pk=memory.pk).first()
     if stored is None:
         raise Memory.DoesNotExist(f"memory {memory.pk} does not exist (deleted or merged meanwhile)")
+    refuse_changed_since_read(row=stored, expected_updated_at=expected_updated_at)
     stored.delete()
 
 

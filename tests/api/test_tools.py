@@ -26,37 +26,67 @@ def openapi():
     return ninja_api.get_openapi_schema()
 
 
-def _endpoint_parameters(openapi, tool) -> dict:
-    """What the endpoint accepts, as the OpenAPI document says, in function-calling form."""
+def _operation(openapi, tool) -> dict:
     method, path = tool.endpoint.split(" ", 1)
-    operation = openapi["paths"]["/api/v1" + path][method.lower()]
+    return openapi["paths"]["/api/v1" + path][method.lower()]
+
+
+def _endpoint_parameters(openapi, tool) -> dict:
+    """What the endpoint accepts, as the OpenAPI document says, in function-calling form: its body or
+    query string, and the ids in its path (a memory tool's `memory_id`)."""
+    operation = _operation(openapi, tool)
     components = openapi["components"]["schemas"]
+    in_path = [p for p in operation.get("parameters", []) if p["in"] == "path"]
     if "requestBody" in operation:
         body = operation["requestBody"]["content"]["application/json"]["schema"]
-        return function_parameters(body, definitions=components, fixed=(*tool.fixed, *tool.hidden))
-    properties = {
-        parameter["name"]: _inline(parameter["schema"], components)
-        for parameter in operation.get("parameters", [])
-        if parameter["in"] == "query" and parameter["name"] not in tool.fixed
-    }
-    required = [p["name"] for p in operation.get("parameters", []) if p.get("required") and p["name"] not in tool.fixed]
-    return {
-        "type": "object",
-        "properties": properties,
-        "additionalProperties": False,  # a tool takes its endpoint's parameters and nothing else
-        **({"required": required} if required else {}),
-    }
+        taken = function_parameters(body, definitions=components, fixed=(*tool.fixed, *tool.hidden))
+    else:
+        taken = {
+            "type": "object",
+            "properties": {
+                parameter["name"]: _inline(parameter["schema"], components)
+                for parameter in operation.get("parameters", [])
+                if parameter["in"] == "query" and parameter["name"] not in tool.fixed
+            },
+            "additionalProperties": False,  # a tool takes its endpoint's parameters and nothing else
+        }
+        taken["required"] = [p["name"] for p in operation.get("parameters", [])
+                             if p["in"] == "query" and p.get("required") and p["name"] not in tool.fixed]
+    taken["properties"].update({p["name"]: _inline(p["schema"], components) for p in in_path})
+    required = sorted({*taken.pop("required", []), *(p["name"] for p in in_path)})
+    return {**taken, **({"required": required} if required else {})}
+
+
+def _takes_if_match(operation) -> bool:
+    return any(p["in"] == "header" and p["name"] == "If-Match" for p in operation.get("parameters", []))
 
 
 def test_tools_cover_the_seeds_and_the_lesson_tools():
     names = {tool.name for tool in AGENT_TOOLS}
     assert SEED_TOOLS | {"search_lessons", "store_lesson", "propose_lesson", "store_memory", "report_usage"} <= names
+    assert {"get_memory", "update_memory", "delete_memory"} <= names
     assert len(names) == len(AGENT_TOOLS)
 
 
 @pytest.mark.parametrize("tool", AGENT_TOOLS, ids=lambda tool: tool.name)
 def test_each_tool_takes_exactly_what_its_endpoint_takes(openapi, tool):
-    assert tool.parameters() == _endpoint_parameters(openapi, tool)
+    parameters = tool.parameters()
+    # If-Match is a header over HTTP; a tool takes it as the `updated_at` the agent read
+    assert ("expected_updated_at" in parameters["properties"]) == _takes_if_match(_operation(openapi, tool))
+    parameters["properties"].pop("expected_updated_at", None)
+    if "required" in parameters:
+        parameters["required"] = sorted(parameters["required"])
+    assert parameters == _endpoint_parameters(openapi, tool)
+
+
+def test_the_memory_tools_name_the_memory_and_take_what_was_read():
+    assert TOOLS_BY_NAME["get_memory"].parameters()["required"] == ["memory_id"]
+    for name in ("update_memory", "delete_memory"):
+        parameters = TOOLS_BY_NAME[name].parameters()
+        assert parameters["required"] == ["memory_id"]
+        assert {"type": "string", "format": "date-time"} in parameters["properties"]["expected_updated_at"]["anyOf"]
+    assert {"content", "people", "importance", "occurred_at"} <= set(TOOLS_BY_NAME["update_memory"].parameters()[
+        "properties"])
 
 
 @pytest.mark.parametrize("tool", AGENT_TOOLS, ids=lambda tool: tool.name)

@@ -472,3 +472,47 @@ def test_tool_errors_show_unicode_as_it_is(team):
 
     result = _run(session)(team)
     assert result.is_error and "😀" in result.content[0].text and "\\ud83d" not in result.content[0].text
+
+
+def test_the_memory_tools_read_correct_and_forget_a_memory_of_the_servers_team_only(team, other_team):
+    from lessons.services.memories import memory_create, memory_update
+
+    memory = memory_create(team=team, content="Met Sam at the gym on Monday", people=["Sam"])
+    memory_update(memory=memory, content="Met Sam at the gym on Tuesday")
+    theirs = memory_create(team=other_team, content="Their diary")
+
+    async def session(client):
+        read = _payload(await client.call_tool("get_memory", {"memory_id": memory.pk}))
+        corrected = await client.call_tool("update_memory", {
+            "memory_id": memory.pk, "people": ["Sam", "Maria"], "expected_updated_at": read["updated_at"]})
+        # a second agent still holding the first read: refused, nothing written
+        stale = await client.call_tool("update_memory", {
+            "memory_id": memory.pk, "people": ["Sam", "Tom"], "expected_updated_at": read["updated_at"]})
+        stale_delete = await client.call_tool("delete_memory", {
+            "memory_id": memory.pk, "expected_updated_at": read["updated_at"]})
+        foreign = [await client.call_tool(name, {"memory_id": theirs.pk, **extra}) for name, extra in (
+            ("get_memory", {}), ("update_memory", {"content": "Mine now"}), ("delete_memory", {}))]
+        unknown = await client.call_tool("get_memory", {"memory_id": 10**12})
+        fresh = _payload(await client.call_tool("get_memory", {"memory_id": memory.pk}))
+        deleted = await client.call_tool("delete_memory", {
+            "memory_id": memory.pk, "expected_updated_at": fresh["updated_at"]})
+        return read, corrected, stale, stale_delete, foreign, unknown, fresh, deleted
+
+    read, corrected, stale, stale_delete, foreign, unknown, fresh, deleted = _run(session)(team)
+    assert (read["id"], read["content"], read["version"]) == (memory.pk, "Met Sam at the gym on Tuesday", 2)
+    assert [(v["version"], v["content"], v["is_current"]) for v in read["versions"]] == [
+        (2, "Met Sam at the gym on Tuesday", True), (1, "Met Sam at the gym on Monday", False)]
+    assert not corrected.is_error, corrected.content[0].text
+    assert _payload(corrected)["people"] == ["Sam", "Maria"] and _payload(corrected)["updated_at"] != read["updated_at"]
+    for refused in (stale, stale_delete):
+        assert refused.is_error
+        assert [error["field"] for error in _payload(refused)["errors"]] == ["expected_updated_at"]
+        message = _payload(refused)["errors"][0]["message"]
+        assert message.startswith("the memory was changed at ") and "call get_memory again" in message
+    for result in (*foreign, unknown):
+        assert result.is_error and _payload(result)["errors"][0]["field"] == "memory_id"
+        assert "does not exist" in _payload(result)["detail"]
+    assert Memory.objects.get(pk=theirs.pk).content == "Their diary"
+    assert fresh["people"] == ["Sam", "Maria"]  # Tom's stale write did not replace Maria
+    assert not deleted.is_error and _payload(deleted) == {"id": memory.pk, "deleted": True}
+    assert not Memory.objects.filter(team=team).exists()  # with its earlier version

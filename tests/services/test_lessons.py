@@ -132,3 +132,23 @@ def test_deciding_a_proposal_locks_it_and_a_proposal_decided_meanwhile_is_not_de
     curation_services.lesson_merge(keep=lesson_services.lesson_create(team=team, title="Kept"), merged=[stale])
     with pytest.raises(Lesson.DoesNotExist, match="deleted or merged meanwhile"):
         lesson_services.lesson_decide_proposal(lesson=stale, decision="reject")
+
+
+def test_an_update_or_delete_from_a_stale_read_is_refused_under_the_lock(team):
+    from datetime import UTC, datetime
+
+    from lessons.services.common import ChangedSinceRead
+
+    lesson = lesson_create(team=team, title="Pin dependencies", confidence=0.4)
+    read_at = datetime(2024, 1, 1, tzinfo=UTC)  # the edit below is later
+    Lesson.objects.filter(pk=lesson.pk).update(updated_at=read_at)
+    lesson_update(lesson=Lesson.objects.get(pk=lesson.pk), confidence=0.9, expected_updated_at=read_at)
+    stale = Lesson.objects.get(pk=lesson.pk)
+    with pytest.raises(ChangedSinceRead) as refused:
+        lesson_update(lesson=stale, confidence=0.1, expected_updated_at=read_at)
+    assert refused.value.row.confidence == 0.9
+    with pytest.raises(ChangedSinceRead):
+        lesson_services.lesson_delete(lesson=stale, expected_updated_at=read_at)
+    assert Lesson.objects.get(pk=lesson.pk).confidence == 0.9
+    lesson_services.lesson_delete(lesson=stale, expected_updated_at=stale.updated_at)
+    assert not Lesson.objects.filter(pk=lesson.pk).exists()

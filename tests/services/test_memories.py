@@ -1,5 +1,6 @@
 import threading
 import time
+from datetime import UTC, datetime
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -167,3 +168,38 @@ def test_every_writer_is_held_to_the_texts_limit(team):
         memory_update(memory=memory, details="y" * 20_001)
     assert "details" in refused.value.message_dict
     assert Memory.objects.get(pk=memory.pk).details == ""
+
+
+def test_an_update_or_delete_from_a_stale_read_is_refused_and_writes_nothing(team):
+    from lessons.services.common import ChangedSinceRead
+
+    memory = memory_create(team=team, content="Climbing", people=["Sam"])
+    read_at = datetime(2024, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)  # the writes below are later
+    Memory.objects.filter(pk=memory.pk).update(updated_at=read_at)
+    memory_update(memory=Memory.objects.get(pk=memory.pk), people=["Sam", "Maria"], expected_updated_at=read_at)
+    with pytest.raises(ChangedSinceRead) as refused:
+        memory_update(memory=Memory.objects.get(pk=memory.pk), people=["Sam", "Tom"], expected_updated_at=read_at)
+    assert refused.value.row.people == ["Sam", "Maria"]  # the row as stored, read under the lock
+    with pytest.raises(ChangedSinceRead):
+        memory_delete(memory=memory, expected_updated_at=[read_at])
+    stored = Memory.objects.get(pk=memory.pk)
+    assert stored.people == ["Sam", "Maria"]
+    # to the millisecond, as answers write updated_at; one of several is enough
+    shown = stored.updated_at.replace(microsecond=stored.updated_at.microsecond // 1000 * 1000)
+    memory_update(memory=stored, importance=9, expected_updated_at=[read_at, shown])
+    assert Memory.objects.get(pk=memory.pk).importance == 9
+
+
+def test_a_restore_from_a_stale_read_is_refused(team):
+    from lessons.services.common import ChangedSinceRead
+    from lessons.services.curation import memory_restore_version
+
+    memory = memory_create(team=team, content="First")
+    memory_update(memory=memory, content="Second")
+    read_at = datetime(2024, 1, 1, tzinfo=UTC)
+    Memory.objects.filter(pk=memory.pk).update(updated_at=read_at)
+    memory_update(memory=memory, importance=2)
+    first = Memory.objects.get(current_version=memory, version=1)
+    with pytest.raises(ChangedSinceRead):
+        memory_restore_version(memory=Memory.objects.get(pk=memory.pk), version=first, expected_updated_at=read_at)
+    assert Memory.objects.get(pk=memory.pk).content == "Second"
