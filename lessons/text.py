@@ -52,8 +52,10 @@ def is_visible(text: str) -> bool:
 
 
 def clean_text(value) -> str:
-    """NFC, without invisible characters, trimmed; "" when nothing in it shows."""
-    text = unicodedata.normalize("NFC", str(value)).translate(INVISIBLE).strip()
+    """NFC, without invisible characters, trimmed; "" when nothing in it shows. The invisible
+    characters go first: removed after NFC, a zero-width space between "e" and a combining accent
+    left them apart ("Cafe\u0301"), and cleaning the stored text again gave another text ("Café")."""
+    text = unicodedata.normalize("NFC", str(value).translate(INVISIBLE)).strip()
     return text if is_visible(text) else ""
 
 
