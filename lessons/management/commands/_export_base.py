@@ -62,10 +62,17 @@ class JsonLinesExportCommand(BaseCommand):
 
     def _write_lines(self, write, rows: Iterator[dict]) -> int:
         count = 0
-        for row in rows:
-            write(json.dumps(row, ensure_ascii=False) + "\n")  # the key order is the row's (selectors/exports.py)
-            self.tally(row)
-            count += 1
+        try:
+            for row in rows:
+                write(json.dumps(row, ensure_ascii=False) + "\n")  # the key order is the row's (selectors/exports.py)
+                self.tally(row)
+                count += 1
+        finally:
+            # A write that failed leaves the rows' database cursor open: closed here, inside the
+            # transaction, not later by the garbage collector once the transaction has ended.
+            close = getattr(rows, "close", None)
+            if close is not None:
+                close()
         return count
 
     def _write_stdout(self, rows: Iterator[dict]) -> int:
@@ -73,13 +80,21 @@ class JsonLinesExportCommand(BaseCommand):
         binary = getattr(self.stdout, "buffer", None)
         if binary is None:  # a text stream without bytes under it (call_command's StringIO)
             return self._write_lines(self.stdout.write, rows)
-        count = self._write_lines(lambda text: binary.write(text.encode("utf-8")), rows)
-        binary.flush()
+        try:
+            count = self._write_lines(lambda text: binary.write(text.encode("utf-8")), rows)
+            binary.flush()
+        except BrokenPipeError:
+            raise  # `| head`: the reader closed the pipe, having what it wanted; handled as before
+        except OSError as error:  # `> /dev/full`: a traceback said no more than this
+            raise CommandError(f"cannot write to stdout: {error.strerror or error}") from error
         return count
 
     def _write_file(self, target: Path, rows: Iterator[dict]) -> int:
         # Created readable by its owner only (mkstemp): an export holds a team's memories.
-        descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+        try:
+            descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+        except OSError as error:  # a folder this user may not write in: a traceback said no more
+            raise CommandError(f"cannot write in {target.parent}: {error.strerror or error}") from error
         try:
             with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as out:
                 count = self._write_lines(out.write, rows)
@@ -96,7 +111,9 @@ class JsonLinesExportCommand(BaseCommand):
 
 def _checked_target(path: str, *, force: bool) -> Path:
     """Checked before anything is read, so a typo fails at once."""
-    target = Path(path)
+    # A symbolic link (a "latest backup" link) is followed: the file it names is replaced, the link
+    # stays (the rename replaced the link itself with a regular file).
+    target = Path(path).resolve() if Path(path).is_symlink() else Path(path)
     if target.is_dir():
         raise CommandError(f"{path}: is a folder; name the file to write")
     if not target.parent.is_dir():
