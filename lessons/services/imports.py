@@ -3,18 +3,25 @@
 Each line is checked and written in a transaction of its own: a bad line (broken JSON, a missing
 title, a confidence of 7) is reported with its number and reason and leaves nothing behind, while
 the good lines are imported. Importing the same file again changes nothing: rows are matched on
-`external_id` (or, when a line has none, on its exact text). Curators' work stands: a lesson
-merged into another is not created again, an existing lesson keeps its status, and a lesson that
-curators changed since the import last wrote it (`imported_digest`) is left as they left it.
+`external_id` or, when a line has none, on its text as the services store it (a lesson's title and
+description, a memory's content and details). Rows alike in that text are taken in id order, and a
+row a line of this run already imported is not matched again by a later line: the export writes
+rows in id order, so line k takes back the k-th of them, and two rows alike in text stay two.
+Curators' work stands: a lesson merged into another is not created again, an existing lesson keeps
+its status, and a lesson that curators changed since the import last wrote it (`imported_digest`)
+is left as they left it.
 
 A line may carry the row's dates (what `export_lessons` / `export_memories` write): they are taken
-only when the import creates the row; an existing row keeps its own.
+only when the import creates the row; an existing row keeps its own. A row whose `updated_at` is
+later than the line's changed after the file was written: it is left as it is, with a note, so a
+restore of an older backup never rolls back later work. A line without `updated_at` is not checked.
 """
 
 import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from itertools import pairwise
@@ -31,6 +38,7 @@ from lessons.services import memories as memory_services
 from lessons.services.embeddings import embedding_schedule_backfill, embeddings_deferred
 from lessons.services.keyword_index import keyword_impacts_refresh_if_drifted
 from lessons.services.teams import team_for_slug
+from lessons.text import clean_identifier
 
 
 class LineError(ValueError):
@@ -172,7 +180,7 @@ LESSON_KEYS = set(lesson_services.EDITABLE_FIELDS) | set(LESSON_DATE_KEYS)
 def _lesson_fields(data: dict) -> dict:
     _check_keys(data, LESSON_KEYS)
     return {
-        "external_id": _text(data, "external_id").strip() or None,
+        "external_id": clean_identifier(_text(data, "external_id")),  # as stored: invisible characters go
         "title": _text(data, "title", required=True),
         "description": _text(data, "description"),
         "context": _text(data, "context"),
@@ -202,25 +210,24 @@ def _lesson_dates(data: dict) -> dict:
 def _import_lesson(*, team: Team, data: dict):
     fields = _lesson_fields(data)
     dates = _lesson_dates(data)  # checked on every line; applied only to a lesson this line creates
-    existing = _find_existing(
-        Lesson.objects.filter(team=team),
-        external_id=fields["external_id"],
-        text_match={"title": fields["title"].strip(), "description": fields["description"].strip()},
-    )
+    written = _past_datetime(data, "updated_at", now=datetime.now(timezone.utc))  # checked above
+    text_match = {"title": normalise_text(fields["title"]), "description": normalise_text(fields["description"])}
+    existing = _find_existing(Lesson.objects.filter(team=team), external_id=fields["external_id"],
+                              text_match=text_match)
     if existing is None:
         # A curator merged this lesson into another: importing the file again brought it back as a
         # new lesson beside the one that absorbed it.
-        merge = _merge_of(
-            LessonMerge.objects.filter(team=team), external_id=fields["external_id"],
-            text_match={"title": fields["title"].strip(), "description": fields["description"].strip()},
-        )
+        merge = _merge_of(LessonMerge.objects.filter(team=team), external_id=fields["external_id"],
+                          text_match=text_match)
         if merge:
             return "merged_away", f"merged into lesson #{merge.lesson_id} by a curator; not created again"
         lesson = lesson_services.lesson_create(team=team, **fields)
+        _claim(lesson.pk)
         _remember_import(lesson)
         if dates:  # after the save: auto_now would overwrite them (dates are not in the digest)
             Lesson.objects.filter(pk=lesson.pk).update(**dates)
         return "created"
+    _claim(existing.pk)
     # Accepting and rejecting are the curators' decisions: a file that still says "proposed" does
     # not take back an accept (it did, on every re-import), nor revive a rejected lesson.
     status = fields.pop("status")
@@ -231,6 +238,12 @@ def _import_lesson(*, team: Team, data: dict):
         outcome = "unchanged"
         if lesson_services.lesson_changed_fields(lesson=existing, **fields):
             notes.append("changed by curators since it was imported; the file's values were not applied")
+    elif _changed_after(existing, written=written):
+        # Not written by an import (no digest to tell), or written by a newer file: an older backup
+        # restored over it rolled back the later work.
+        outcome = "unchanged"
+        if lesson_services.lesson_changed_fields(lesson=existing, **fields):
+            notes.append(_changed_after_note(existing, written=written))
     else:
         before = existing.updated_at
         lesson_services.lesson_update(lesson=existing, **fields)
@@ -265,7 +278,7 @@ HISTORY_KEYS = {"content", "details", "written_at"}
 def _memory_fields(data: dict) -> dict:
     _check_keys(data, MEMORY_KEYS)
     return {
-        "external_id": _text(data, "external_id").strip() or None,
+        "external_id": clean_identifier(_text(data, "external_id")),
         "content": _text(data, "content", required=True),
         "details": _text(data, "details"),
         "categories": _strings(data, "categories"),
@@ -356,14 +369,13 @@ def _import_memory(*, team: Team, data: dict) -> str:
     fields = _memory_fields(data)
     history = _memory_history(data, now=now)
     dates = _memory_dates(data, history=history, now=now)  # checked on every line, applied only on a create
-    existing = _find_existing(
-        Memory.objects.filter(team=team, current_version__isnull=True),
-        external_id=fields["external_id"],
-        text_match={"content": fields["content"].strip(), "details": fields["details"].strip()},
-    )
+    written = _past_datetime(data, "updated_at", now=now)  # checked above
+    text_match = {name: normalise_text(fields[name]) for name in memory_services.VERSIONED_FIELDS}
+    existing = _find_existing(Memory.objects.filter(team=team, current_version__isnull=True),
+                              external_id=fields["external_id"], text_match=text_match)
     if existing is None:
         merge = _merge_of(MemoryMerge.objects.filter(team=team), external_id=fields["external_id"],
-                          text_match={"content": fields["content"].strip(), "details": fields["details"].strip()})
+                          text_match=text_match)
         if merge:  # as for lessons: merged into another, it is not created again beside it
             return "merged_away", f"merged into memory #{merge.memory_id} by a curator; not created again"
         # Replay the history: the first text creates the memory, each later one is a new version.
@@ -376,33 +388,82 @@ def _import_memory(*, team: Team, data: dict) -> str:
             memory = memory_services.memory_update(memory=memory, **version)
         if dates:
             _date_replayed_memory(memory=memory, dates=dates, written=[moment for _, moment in replayed])
+        _claim(memory.pk)
         return "created"
-    before = existing.updated_at
-    memory = memory_services.memory_update(memory=existing, **fields)
-    outcome = "unchanged" if memory.updated_at == before else "updated"
+    _claim(existing.pk)
+    notes = []
+    if _changed_after(existing, written=written):
+        # A memory has no digest: its date tells that someone edited it after the file was written,
+        # and an older backup put the old text back as a new version.
+        outcome = "unchanged"
+        if _memory_differs(existing, fields=fields):
+            notes.append(_changed_after_note(existing, written=written))
+    else:
+        before = existing.updated_at
+        memory = memory_services.memory_update(memory=existing, **fields)
+        outcome = "unchanged" if memory.updated_at == before else "updated"
     stored = list(Memory.objects.filter(current_version=existing).order_by("version").values("content", "details"))
     given = [{name: normalise_text(version[name]) for name in ("content", "details")} for version in history]
     if given and given != stored[: len(given)]:
         # Versions are the memory's own record of its edits: an import does not rewrite them.
-        return outcome, ("history left as stored: the memory exists, and a history is replayed only when "
-                         "an import creates the memory")
-    return outcome
+        notes.append("history left as stored: the memory exists, and a history is replayed only when "
+                     "an import creates the memory")
+    return (outcome, "; ".join(notes)) if notes else outcome
+
+
+def _memory_differs(memory: Memory, *, fields: dict) -> bool:
+    """Whether memory_update would change `memory` with `fields` (compared as the service stores them)."""
+    return bool(memory_services.memory_changed_fields(memory=memory, **fields))
 
 
 # --- shared ----------------------------------------------------------------------------------
 
 
+def _changed_after(row, *, written: datetime | None) -> bool:
+    """Whether the row changed after the line's `updated_at` (a line without one: not checked)."""
+    return written is not None and row.updated_at > written
+
+
+def _changed_after_note(row, *, written: datetime) -> str:
+    return (f"changed since this file was written (stored updated_at {_iso(row.updated_at)} > the file's "
+            f"{_iso(written)}); the file's values were not applied")
+
+
+@dataclass
+class _Claims:
+    """The rows (ids) the lines of the running import created or matched: a later line alike in
+    text takes another row. A line's own claims count once the line is in (a failed line's do not)."""
+    imported: set[int] = field(default_factory=set)
+    this_line: set[int] = field(default_factory=set)
+
+    def __contains__(self, pk: int) -> bool:
+        return pk in self.imported or pk in self.this_line
+
+
+_claims: ContextVar[_Claims | None] = ContextVar("imports_claims", default=None)
+
+
+def _claim(pk: int) -> None:
+    if (claims := _claims.get()) is not None:
+        claims.this_line.add(pk)
+
+
 def _find_existing(queryset, *, external_id: str | None, text_match: dict):
-    if external_id:
-        return queryset.filter(external_id=external_id.strip()).first()
-    return queryset.filter(external_id__isnull=True, **text_match).first()
+    if external_id:  # unique in the team, and a second line with it is refused before the lookup
+        return queryset.filter(external_id=external_id).first()
+    # Two rows alike in text (one lesson confirmed, one rejected) came back as one mixed row, and a
+    # re-import wrote the first line's values to .first() and the second's back over them.
+    claims = _claims.get() or _Claims()
+    candidates = queryset.filter(external_id__isnull=True, **text_match).order_by("pk")
+    pk = next((pk for pk in candidates.values_list("pk", flat=True) if pk not in claims), None)
+    return None if pk is None else queryset.filter(pk=pk).first()
 
 
 def _merge_of(merges, *, external_id: str | None, text_match: dict):
     """The latest record of a row merged away that a line names: by its id, or, for a line
     without one, by its text, as the rows are matched."""
     if external_id:
-        merges = merges.filter(merged_fields__external_id=external_id.strip())
+        merges = merges.filter(merged_fields__external_id=external_id)
     else:
         merges = merges.filter(merged_fields__external_id=None,
                                **{f"merged_fields__{name}": value for name, value in text_match.items()})
@@ -450,6 +511,16 @@ def _import_each(*, lines: Iterable[str | bytes], team: Team, import_one: Callab
 
 def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], team: Team,
                        import_one: Callable[..., str]) -> None:
+    claims = _Claims()
+    reset = _claims.set(claims)
+    try:
+        _import_each_line(report, lines=lines, team=team, import_one=import_one, claims=claims)
+    finally:
+        _claims.reset(reset)
+
+
+def _import_each_line(report: ImportReport, *, lines: Iterable[str | bytes], team: Team,
+                      import_one: Callable[..., str], claims: _Claims) -> None:
     first_line_of: dict[str, int] = {}  # external_id -> the line that imported it
     for number, raw_line in enumerate(lines, start=1):
         report.lines_read = number
@@ -467,7 +538,9 @@ def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], te
             data = _read_json(raw_line)
             if not isinstance(data, dict):
                 raise LineError(f"expected a JSON object, got {_json_type(data)}")
-            external_id = data.get("external_id").strip() if isinstance(data.get("external_id"), str) else ""
+            # as stored (lessons.text.clean_identifier): " a" and "a\u200b" are the row "a"
+            given_id = data.get("external_id")
+            external_id = (clean_identifier(given_id) or "") if isinstance(given_id, str) else ""
             if external_id in first_line_of:
                 # Two lines for one row: the later would silently replace the earlier, and a re-run
                 # of the same file would report "updated" for a file that did not change.
@@ -489,6 +562,7 @@ def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], te
             continue
         if external_id:
             first_line_of[external_id] = number
+        claims.imported |= claims.this_line
         if isinstance(outcome, tuple):  # imported, with a note on what was left out
             outcome, note = outcome
             report.notes.append((number, note))
@@ -521,18 +595,25 @@ def _import_one_line(import_one: Callable[..., str], *, team: Team, data: dict):
     moment makes this one's create fail: on the unique constraint, or, when that writer committed
     between this line's lookup and its create, on the services' own check of the id. Either way
     the row is there now and the line is an update (or unchanged), so it is tried once more."""
+    _forget_this_lines_claims()
     try:
         with transaction.atomic():
             return import_one(team=team, data=data)
     except (IntegrityError, ValidationError) as error:
         if isinstance(error, ValidationError) and "external_id" not in getattr(error, "message_dict", {}):
             raise
+        _forget_this_lines_claims()  # the first try's rows were rolled back
         try:
             with transaction.atomic():
                 return import_one(team=team, data=data)
         except IntegrityError:
             raise LineError(f"another writer stored the same row at the same moment ({first_line(error)}); "
                             "run the import again") from error
+
+
+def _forget_this_lines_claims() -> None:
+    if (claims := _claims.get()) is not None:
+        claims.this_line.clear()
 
 
 def _json_type(value) -> str:

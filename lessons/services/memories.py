@@ -37,6 +37,11 @@ SNAPSHOT_FIELDS = (
 )
 
 
+def memory_changed_fields(*, memory: Memory, **fields) -> list[str]:
+    """The names in `fields` whose values, stored as memory_update stores them, differ from `memory`'s."""
+    return [name for name, value in _normalised(fields).items() if getattr(memory, name) != value]
+
+
 def _normalised(fields: dict) -> dict:
     clean = dict(fields)
     for name in VERSIONED_FIELDS:

@@ -203,3 +203,84 @@ def test_an_edit_during_the_export_is_not_in_the_file(tmp_path, monkeypatch):
     rows = [json.loads(line) for line in (tmp_path / "memories.jsonl").read_text().splitlines()]
     assert [(row["content"], row["history"]) for row in rows] == [("First as it was", []), ("Second", [])]
     assert Memory.objects.get(pk=first.pk).content == "First as edited"  # the edit itself landed
+
+
+def twins(team):
+    """Rows without an external_id, alike in the text they are matched on and different in the rest."""
+    lesson_create(team=team, title="Retry webhooks", description="They fail.", recommendation="Back off and retry.")
+    lesson_create(team=team, title="Retry webhooks", description="They fail.", recommendation="BAD ADVICE",
+                  status="rejected")
+    memory_create(team=team, content="Lunch with the team", people=["Ana"], importance=7)
+    memory_create(team=team, content="Lunch with the team", people=["Ben", "Cleo"], importance=2)
+    Lesson.objects.filter(team=team).update(created_at=F("created_at") - timedelta(days=5),
+                                             updated_at=F("updated_at") - timedelta(days=3))
+    Memory.objects.filter(team=team).update(created_at=F("created_at") - timedelta(days=5),
+                                             updated_at=F("updated_at") - timedelta(days=3))
+
+
+def test_rows_alike_in_text_come_back_as_as_many_rows_into_an_empty_team(tmp_path, team):
+    # they came back as one: "1 created, 1 updated", a false status note, the rejected one's advice
+    # on the confirmed lesson (and one memory with the other's people, silently)
+    twins(team)
+    for command, name in (("export_lessons", "lessons"), ("export_memories", "memories")):
+        run(command, tmp_path / f"{name}.jsonl", team="acme")
+        out, err = run(f"import_{name}", tmp_path / f"{name}.jsonl", team="copy", create_team=True)
+        assert ": 2 created, 0 updated, 0 unchanged, 0 failed\n" in out and err == ""
+        run(command, tmp_path / f"{name}-again.jsonl", team="copy")
+        assert (tmp_path / f"{name}-again.jsonl").read_bytes() == (tmp_path / f"{name}.jsonl").read_bytes()
+    copy = Team.objects.get(slug="copy")
+    assert list(Lesson.objects.filter(team=copy).order_by("id").values_list("status", "recommendation")) == [
+        ("confirmed", "Back off and retry."), ("rejected", "BAD ADVICE")]
+    assert list(Memory.objects.filter(team=copy).order_by("id").values_list("people", "importance")) == [
+        (["Ana"], 7), (["Ben", "Cleo"], 2)]
+
+
+def test_a_team_re_importing_its_own_export_changes_nothing_and_says_nothing(tmp_path, team):
+    # every run was "0 created, 2 updated" with false notes, and updated_at moved on each
+    twins(team)
+    for command, name in (("export_lessons", "lessons"), ("export_memories", "memories")):
+        run(command, tmp_path / f"{name}.jsonl", team="acme")
+        stamps = {model: dict(model.objects.values_list("id", "updated_at")) for model in (Lesson, Memory)}
+        for _ in range(2):
+            out, err = run(f"import_{name}", tmp_path / f"{name}.jsonl", team="acme")
+            assert ": 0 created, 0 updated, 2 unchanged, 0 failed\n" in out and err == ""
+        assert {model: dict(model.objects.values_list("id", "updated_at")) for model in (Lesson, Memory)} == stamps
+        run(command, tmp_path / f"{name}-again.jsonl", team="acme")
+        assert (tmp_path / f"{name}-again.jsonl").read_bytes() == (tmp_path / f"{name}.jsonl").read_bytes()
+    assert Lesson.objects.count() == 2 and Memory.objects.count() == 2
+
+
+def test_restoring_an_older_backup_keeps_the_edits_made_since_and_says_so(tmp_path, team):
+    # a PATCHed memory went back to the file's text, as a new version, without a word
+    memory = memory_create(team=team, external_id="m-1", content="Zoë studies architecture")
+    twins(team)
+    run("export_lessons", tmp_path / "lessons.jsonl", team="acme")
+    run("export_memories", tmp_path / "memories.jsonl", team="acme")
+    api = JsonClient(api_key_create(team=team, name="agent")[1])
+    assert api.patch(f"/memories/{memory.pk}", {"content": "Zoë is a carpenter"}).status_code == 200
+    lesson = Lesson.objects.filter(team=team).order_by("id").first()  # stored by a service: no import digest
+    assert api.patch(f"/lessons/{lesson.pk}", {"recommendation": "Back off, retry, then alert."}).status_code == 200
+
+    backup = [json.loads(line) for line in (tmp_path / "memories.jsonl").read_text().splitlines()]
+    out, err = run("import_memories", tmp_path / "memories.jsonl", team="acme")
+    assert ": 0 created, 0 updated, 3 unchanged, 0 failed\n" in out
+    memory.refresh_from_db()
+    assert (memory.content, memory.version) == ("Zoë is a carpenter", 2)
+    assert err == (f"{tmp_path / 'memories.jsonl'}:1: note: changed since this file was written (stored updated_at "
+                   f"{memory.updated_at.isoformat()} > the file's {backup[0]['updated_at']}); "
+                   "the file's values were not applied\n")
+
+    out, err = run("import_lessons", tmp_path / "lessons.jsonl", team="acme")
+    assert ": 0 created, 0 updated, 2 unchanged, 0 failed\n" in out
+    lesson.refresh_from_db()
+    assert lesson.recommendation == "Back off, retry, then alert."
+    assert err.startswith(f"{tmp_path / 'lessons.jsonl'}:1: note: changed since this file was written (stored "
+                          f"updated_at {lesson.updated_at.isoformat()} > the file's ")
+    assert err.count("note:") == 1  # the twin nobody touched: nothing to say
+
+    # A line without updated_at is not checked: the file's values are applied, as before.
+    undated = {key: value for key, value in backup[0].items() if key not in ("written_at", "updated_at")}
+    (tmp_path / "undated.jsonl").write_text(json.dumps(undated) + "\n")
+    out, err = run("import_memories", tmp_path / "undated.jsonl", team="acme")
+    assert ": 0 created, 1 updated" in out and err == ""
+    assert Memory.objects.get(pk=memory.pk).content == "Zoë studies architecture"

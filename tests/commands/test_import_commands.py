@@ -260,3 +260,38 @@ def test_a_dated_history_text_repeated_is_one_version_dated_when_first_written(t
     memory = Memory.objects.get(current_version__isnull=True)
     assert [(version.content, version.written_at.year) for version in memory_versions(memory=memory)] == [
         ("Lives in Leipzig", 2024), ("Lives in Berlin", 2022)]
+
+
+def test_a_line_is_matched_on_its_text_as_stored_so_a_re_run_makes_no_duplicate(tmp_path):
+    # decomposed accents and invisible characters are cleaned on the way in: matched on the raw
+    # text, the stored row was never found and every re-run created another
+    lessons = tmp_path / "lessons.jsonl"
+    lessons.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"title": "Cafe\u0301 lesson", "description": "pass\u200bword reset "},
+        {"external_id": " l-2\u200b", "title": "Second"},
+    ]))
+    memories = tmp_path / "memories.jsonl"
+    memories.write_text(json.dumps({"content": "Zoe\u0308 moved\u2060 to Wien", "details": "\ufeffIn May."}) + "\n")
+    for run in range(2):
+        out, err = StringIO(), StringIO()
+        call_command("import_lessons", str(lessons), team="acme", create_team=True, stdout=out, stderr=err)
+        call_command("import_memories", str(memories), team="acme", stdout=out, stderr=err)
+        assert err.getvalue() == ""
+        summaries = [line for line in out.getvalue().splitlines() if "created" in line]
+        if run:
+            assert [line.split(": ")[1] for line in summaries] == ["0 created, 0 updated, 2 unchanged, 0 failed",
+                                                                  "0 created, 0 updated, 1 unchanged, 0 failed"]
+    assert sorted(Lesson.objects.values_list("title", "description", "external_id")) == [
+        ("Café lesson", "password reset", None), ("Second", "", "l-2")]
+    assert list(Memory.objects.values_list("content", "details")) == [("Zoë moved to Wien", "In May.")]
+
+
+def test_one_external_id_spelt_with_an_invisible_character_is_still_one_row_in_a_file(tmp_path):
+    source = tmp_path / "lessons.jsonl"
+    source.write_text(json.dumps({"external_id": "d-1", "title": "First"}) + "\n"
+                      + json.dumps({"external_id": "d-1\u200b", "title": "Second"}) + "\n")
+    stderr = StringIO()
+    with pytest.raises(CommandError, match="1 line"):
+        call_command("import_lessons", str(source), team="acme", create_team=True, stdout=StringIO(), stderr=stderr)
+    assert f"{source}:2: external_id 'd-1' is on line 1 too; a file holds each row once" in stderr.getvalue()
+    assert list(Lesson.objects.values_list("external_id", "title")) == [("d-1", "First")]

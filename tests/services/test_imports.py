@@ -238,3 +238,31 @@ def test_broken_json_says_where_or_that_the_line_ends_too_soon():
     assert reasons[1].startswith("broken JSON: the line ends before its JSON does")
     assert reasons[3].startswith("broken JSON: the line ends before its JSON does (Unterminated string")
     assert reasons[2] == "broken JSON: Expecting property name enclosed in double quotes (column 15)"
+
+
+def test_lines_alike_in_text_take_the_rows_in_id_order_and_a_merged_twin_is_said_once():
+    twin = {"title": "Pin images", "description": "Tags move."}
+    lines = jsonl({**twin, "recommendation": "Pin by digest."}, {**twin, "recommendation": "Never pin."},
+                  {**twin, "recommendation": "Pin by tag."})
+    assert import_lessons(lines=lines, team_slug="t", create_team=True).created == 3
+    first, second, third = Lesson.objects.order_by("id")
+    assert [lesson.recommendation for lesson in (first, second, third)] == [
+        "Pin by digest.", "Never pin.", "Pin by tag."]
+    lesson_merge(keep=first, merged=[third])
+    again = import_lessons(lines=lines, team_slug="t")
+    # lines 1 and 2 take back their rows; line 3's row is merged away, so it is not created again
+    assert (again.created, again.updated, again.unchanged, again.merged_away, again.errors) == (0, 0, 2, 1, [])
+    assert dict(again.notes) == {1: "changed by curators since it was imported; the file's values were not applied",
+                                 3: f"merged into lesson #{first.pk} by a curator; not created again"}
+    assert Lesson.objects.get(pk=second.pk).recommendation == "Never pin."
+
+
+def test_a_failed_line_claims_no_row_and_the_next_line_alike_in_text_takes_it():
+    import_lessons(lines=jsonl({"title": "Pin images", "confidence": 0.9}, {"title": "Pin images", "confidence": 0.5}),
+                   team_slug="t", create_team=True)
+    lines = jsonl({"title": "Pin images", "confidence": 0.9}, {"title": "Pin images", "category": "x" * 500},
+                  {"title": "Pin images", "confidence": 0.2})
+    report = import_lessons(lines=lines, team_slug="t")
+    # line 2 found the second row and failed: line 3 takes that row, not a new one
+    assert (report.created, report.updated, report.unchanged, [n for n, _ in report.errors]) == (0, 1, 1, [2])
+    assert list(Lesson.objects.order_by("id").values_list("confidence", flat=True)) == [0.9, 0.2]
