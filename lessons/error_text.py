@@ -16,6 +16,14 @@ def one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
+def json_type(value) -> str:
+    """JSON's name for a value's type, not Python's (`null`, not NoneType)."""
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
+            dict: "an object"}.get(type(value), type(value).__name__)
+
+
 def unreadable_json(error: BaseException) -> str | None:
     """Plain words for JSON that Python's reader gives up on without a JSON syntax error: nesting
     deeper than its recursion limit, or a number past its digit limit (whose message advises

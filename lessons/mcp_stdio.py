@@ -21,6 +21,8 @@ import anyio
 import mcp_types as types
 import pydantic
 
+from lessons.error_text import json_type
+
 CHUNK = 65536
 
 
@@ -101,18 +103,12 @@ def _tool_call_fault(message) -> str | None:
     if not isinstance(params, dict):
         return "params: expected an object with the tool's name and its arguments"
     if not isinstance(params.get("name"), str):
-        return f"params.name: expected the tool's name (a string), got {_json_type(params.get('name'))}"
+        given = "nothing" if params.get("name") is None else json_type(params["name"])
+        return f"params.name: expected the tool's name (a string), got {given}"
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
-        return f"params.arguments: expected an object of the tool's arguments, got {_json_type(arguments)}"
+        return f"params.arguments: expected an object of the tool's arguments, got {json_type(arguments)}"
     return None
-
-
-def _json_type(value) -> str:
-    if value is None:
-        return "nothing"
-    names = {bool: "a boolean", str: "a string", list: "a list", dict: "an object", int: "a number", float: "a number"}
-    return names.get(type(value), type(value).__name__)
 
 
 async def checked_lines(fd: int, answer: Callable[[types.JSONRPCError], Awaitable[None]]) -> AsyncIterator[str]:

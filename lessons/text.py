@@ -66,6 +66,13 @@ def clean_name(value) -> str:
     return name if any(character.isalnum() for character in name) else ""
 
 
+def name_key(name: str) -> str:
+    """How two spellings of a clean name are compared: in any case, as PostgreSQL's lower() (the
+    friends listing) compares them. "İ": Python lowers it to "i" and a combining dot, PostgreSQL
+    to "i"."""
+    return name.casefold().replace("i\u0307", "i")
+
+
 def clean_identifier(value) -> str | None:
     """An external id as given (no Unicode form imposed: it is matched against its source), without
     invisible characters and trimmed; None when nothing in it shows."""

@@ -152,6 +152,10 @@ LESSONS = SearchKind(
     feedback_labels=("tags",),
 )
 
+def _people_words(row: dict) -> list[str]:
+    return [word for name in row.get("people", []) for word in name.split()]
+
+
 MEMORIES = SearchKind(
     name="memories",
     hit_kind="memory",
@@ -164,8 +168,8 @@ MEMORIES = SearchKind(
     display_fields=("content", "details"),
     exact_arrays=("categories", "emotions"),
     exact_scalars=(),
-    exact_words=lambda row: [word for name in row.get("people", []) for word in name.split()],
-    subject_words=lambda row: [word for name in row.get("people", []) for word in name.split()],
+    exact_words=_people_words,
+    subject_words=_people_words,
     exact_order="t.importance DESC, t.id",
     quality=memory_quality,
     collapse_same_title=False,

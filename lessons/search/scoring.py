@@ -116,21 +116,29 @@ def title_key(title: str) -> str:
     return " ".join(title.lower().split())
 
 
+def same_title_groups(items: list, *, row_of=lambda item: item) -> list[list]:
+    """`items` grouped by (title, status), each group where its first item stood."""
+    groups: dict[tuple[str, str | None], list] = {}
+    for item in items:
+        row = row_of(item)
+        groups.setdefault((title_key(row.get("title", "")), row.get("status")), []).append(item)
+    return list(groups.values())
+
+
+def folded_row(lead: dict, members: list[dict]) -> dict:
+    """The lead's row with confidence = max and frequency = sum (capped) over the members' rows."""
+    return {**lead, "confidence": max(m.get("confidence", 0.0) for m in members),
+            "frequency": min(MAX_FREQUENCY, sum(m.get("frequency", 1) for m in members))}
+
+
 def collapse_same_title_rows(rows: list[dict]) -> list[tuple[dict, list[int]]]:
     """The recency fallback's fold, as `collapse_same_title` folds candidates: rows newest first,
     each (title, status) kept once as its newest row, with confidence = max and frequency = sum
     over the rows given; the second item lists every member's id (one id: no fold)."""
-    groups: dict[tuple[str, str | None], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((title_key(row.get("title", "")), row.get("status")), []).append(row)
-    folded = []
-    for members in groups.values():  # insertion order: each group where its newest row stood
-        row = dict(members[0])
-        if len(members) > 1:
-            row["confidence"] = max(m.get("confidence", 0.0) for m in members)
-            row["frequency"] = min(MAX_FREQUENCY, sum(m.get("frequency", 1) for m in members))
-        folded.append((row, sorted(m["id"] for m in members)))
-    return folded
+    return [
+        (members[0] if len(members) == 1 else folded_row(members[0], members), sorted(m["id"] for m in members))
+        for members in same_title_groups(rows)
+    ]
 
 
 def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], int]:
@@ -138,23 +146,16 @@ def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], i
     with confidence = max and frequency = sum over the members; legs, terms and signals united.
     A rejected lesson does not fold into a confirmed one of its title (a search asking for both
     statuses showed one "confirmed" hit whose frequency counted the rejected one)."""
-    groups: dict[tuple[str, str | None], list[Candidate]] = {}
-    for candidate in candidates:
-        key = (title_key(candidate.row.get("title", "")), candidate.row.get("status"))
-        groups.setdefault(key, []).append(candidate)
     collapsed: list[Candidate] = []
-    for members in groups.values():
+    for members in same_title_groups(candidates, row_of=lambda candidate: candidate.row):
         if len(members) == 1:
             members[0].member_ids = [members[0].id]
             collapsed.append(members[0])
             continue
         lead = max(members, key=lambda c: (c.best_similarity, c.bm25_primary, c.row.get("confidence", 0), -c.id))
-        row = dict(lead.row)
-        row["confidence"] = max(m.row.get("confidence", 0.0) for m in members)
-        row["frequency"] = min(MAX_FREQUENCY, sum(m.row.get("frequency", 1) for m in members))
         collapsed.append(Candidate(
             id=lead.id,
-            row=row,
+            row=folded_row(lead.row, [m.row for m in members]),
             sim_primary=_max_or_none(m.sim_primary for m in members),
             sim_contextual=_max_or_none(m.sim_contextual for m in members),
             sim_feedback=_max_or_none(m.sim_feedback for m in members),

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from lessons.models import Memory, Team
 from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
-from lessons.text import clean_name
+from lessons.text import clean_name, name_key
 
 
 @dataclass(frozen=True)
@@ -177,10 +177,9 @@ def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchRespo
     )
     if response.fallback is not None:
         return replace(response, results=[], fallback=None)
-    wanted = clean_name(name).casefold()
+    wanted = name_key(clean_name(name))
     return replace(response, results=[
-        replace(hit, relevance="high" if wanted in {clean_name(p).casefold() for p in hit.fields.get("people", [])}
-                else "medium")
+        replace(hit, relevance="high" if wanted in {name_key(p) for p in hit.fields.get("people", [])} else "medium")
         for hit in response.results
     ])
 

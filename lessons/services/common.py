@@ -7,7 +7,7 @@ from datetime import datetime
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from lessons.text import clean_name, clean_text
+from lessons.text import clean_name, clean_text, name_key
 
 
 def changed_since_opened(*, row, opened_at: datetime | None, would: str, then: str) -> ValidationError | None:
@@ -76,8 +76,7 @@ def normalise_names(values: Iterable[str] | None) -> list[str]:
         name = clean_name(value)
         if not name:
             continue
-        # "İ": Python lowers it to "i" and a combining dot, PostgreSQL (the friends listing) to "i"
-        key = name.casefold().replace("i\u0307", "i")
+        key = name_key(name)
         kept = seen.get(key)
         if kept is None or (kept == kept.lower() and name != name.lower()):
             seen[key] = name  # a replaced spelling keeps the place of the first

@@ -30,7 +30,7 @@ from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
-from lessons.error_text import first_line, unreadable_json
+from lessons.error_text import first_line, json_type, unreadable_json
 from lessons.models import MAX_TEXT_CHARS, Lesson, LessonMerge, Memory, MemoryMerge, Team, validate_storable_moment
 from lessons.services import lessons as lesson_services
 from lessons.services.common import normalise_text
@@ -87,7 +87,7 @@ def _text(data: dict, name: str, *, required: bool = False, default: str = "") -
             raise LineError(f"{name}: this field is required")
         return default
     if not isinstance(value, str):
-        raise LineError(f"{name}: expected a string, got {_json_type(value)}")
+        raise LineError(f"{name}: expected a string, got {json_type(value)}")
     if len(value) > MAX_TEXT_CHARS:  # before any cleaning: a 50 MB text took 7 GB on its way to the model check
         raise LineError(f"{name}: at most {MAX_TEXT_CHARS} characters, as over the API (this one has {len(value):,})")
     _storable_text(name, value)
@@ -111,7 +111,7 @@ def _number(data: dict, name: str, *, default, integer: bool = False):
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise LineError(f"{name}: expected a number, got {_json_type(value)}")
+        raise LineError(f"{name}: expected a number, got {json_type(value)}")
     if not math.isfinite(value):  # JSON's NaN, Infinity, or 1e400
         raise LineError(f"{name}: expected a finite number, got {value}")
     if integer and value != int(value):
@@ -294,7 +294,7 @@ def _memory_history(data: dict, *, now: datetime) -> list[dict]:
     if history is None:  # absent or null: no earlier versions ({}, "" and false are mistakes, said)
         return []
     if not isinstance(history, list):
-        raise LineError(f"history: expected a list of earlier versions, got {_json_type(history)}")
+        raise LineError(f"history: expected a list of earlier versions, got {json_type(history)}")
     versions = []
     for position, version in enumerate(history, start=1):
         if not isinstance(version, dict):
@@ -396,7 +396,7 @@ def _import_memory(*, team: Team, data: dict) -> str:
         # A memory has no digest: its date tells that someone edited it after the file was written,
         # and an older backup put the old text back as a new version.
         outcome = "unchanged"
-        if _memory_differs(existing, fields=fields):
+        if memory_services.memory_changed_fields(memory=existing, **fields):
             notes.append(_changed_after_note(existing, written=written))
     else:
         before = existing.updated_at
@@ -409,11 +409,6 @@ def _import_memory(*, team: Team, data: dict) -> str:
         notes.append("history left as stored: the memory exists, and a history is replayed only when "
                      "an import creates the memory")
     return (outcome, "; ".join(notes)) if notes else outcome
-
-
-def _memory_differs(memory: Memory, *, fields: dict) -> bool:
-    """Whether memory_update would change `memory` with `fields` (compared as the service stores them)."""
-    return bool(memory_services.memory_changed_fields(memory=memory, **fields))
 
 
 # --- shared ----------------------------------------------------------------------------------
@@ -537,7 +532,7 @@ def _import_each_line(report: ImportReport, *, lines: Iterable[str | bytes], tea
         try:
             data = _read_json(raw_line)
             if not isinstance(data, dict):
-                raise LineError(f"expected a JSON object, got {_json_type(data)}")
+                raise LineError(f"expected a JSON object, got {json_type(data)}")
             # as stored (lessons.text.clean_identifier): " a" and "a\u200b" are the row "a"
             given_id = data.get("external_id")
             external_id = (clean_identifier(given_id) or "") if isinstance(given_id, str) else ""
@@ -614,14 +609,6 @@ def _import_one_line(import_one: Callable[..., str], *, team: Team, data: dict):
 def _forget_this_lines_claims() -> None:
     if (claims := _claims.get()) is not None:
         claims.this_line.clear()
-
-
-def _json_type(value) -> str:
-    """JSON's name for a value's type, not Python's (`null`, not NoneType)."""
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
-            dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def _import_into_team(*, lines, team_slug: str, create_team: bool, kind: str, import_one) -> ImportReport:
