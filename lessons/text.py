@@ -32,16 +32,21 @@ def name_in_text_pattern(name: str) -> str:
     """A case-sensitive PostgreSQL regular expression for `name` written as a name in running text:
     a whole word (whole_word_pattern) whose first letter is a capital, the rest in any case ("Jazz"
     is not "jazz", "Nobody" not "nobody seemed to care"; "tom" finds "Tom" and "TOM"). A first
-    character without case (a digit, Chinese) is matched as it is."""
+    character without case (a digit, Chinese) is matched as it is. The cases are alternatives,
+    `(?:Æ|æ)`, not a bracket: PostgreSQL's unaccent() folds a pattern into `(?:AE|ae)`, where it
+    folded `[Ææ]` into `[AEae]`, one letter."""
+    def either(forms: set[str]) -> str:
+        return "(?:" + "|".join(re.escape(form) for form in sorted(forms)) + ")"
+
     def either_case(character: str) -> str:
         forms = {character.lower(), character.upper()}
         if len(forms) == 2 and all(len(form) == 1 for form in forms):
-            return "[" + "".join(sorted(forms)) + "]"
+            return either(forms)
         return re.escape(character)
 
     first, rest = name[:1], name[1:]
     capitals = {first.upper(), first.title()}
-    head = "[" + "".join(sorted(capitals)) + "]" if all(len(c) == 1 for c in capitals) else re.escape(first)
+    head = either(capitals) if all(len(c) == 1 for c in capitals) else re.escape(first)
     return r"(?<![[:alnum:]_])" + head + "".join(either_case(c) for c in rest) + r"(?![[:alnum:]_])"
 
 

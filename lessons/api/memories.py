@@ -32,6 +32,7 @@ from lessons.api.schemas import (
     PanicAttacksQuery,
     PathId,
     PeopleOut,
+    PersonSearchOut,
     SearchOut,
     SearchVersionsIn,
 )
@@ -87,7 +88,7 @@ def events(request, params: Query[EventsQuery]):
     return operations.events(team=request.auth.team, payload=params)
 
 
-@router.get("/memories/by-person", response={200: SearchOut, **INVALID, **AUTHENTICATED})
+@router.get("/memories/by-person", response={200: PersonSearchOut, **INVALID, **AUTHENTICATED})
 @takes_query(ByPersonQuery)
 @needs("memories", "view")
 def by_person(request, params: Query[ByPersonQuery]):

@@ -646,6 +646,11 @@ class SearchOut(Schema):
     )
 
 
+class PersonSearchOut(SearchOut):
+    total: int = Field(description="How many memories name the person in all; `results` holds the first "
+                                   "`limit` (up to 100) of them, ranked.")
+
+
 # --- lessons: agent shortcuts ---------------------------------------------------------------
 
 

@@ -38,6 +38,7 @@ from lessons.api.schemas import (
     PanicAttacksQuery,
     PatternsQuery,
     PeopleOut,
+    PersonSearchOut,
     RelevantLessonsQuery,
     SearchIn,
     SearchOut,
@@ -146,7 +147,7 @@ class AgentTool:
             raise DjangoValidationError({name: message for name in unknown})
         payload = self.input.model_validate({**(arguments or {}), **self.fixed})
         # Search-shaped answers are recorded under the caller's name (see operations._recorded).
-        extra = {"source": source} if self.output is SearchOut else {}
+        extra = {"source": source} if issubclass(self.output, SearchOut) else {}
         result = self.operation(team=team, payload=payload, **extra)
         # Written as the API writes it (DjangoJSONEncoder: timestamps in milliseconds with Z); pydantic's
         # own JSON mode wrote microseconds, so one client parser could not read both surfaces.
@@ -307,11 +308,12 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     ),
     AgentTool(
         name="search_by_person",
-        description="Memories about a specific person, ranked by meaning; spelling-tolerant "
-        "('Jon' finds Jonas). A name no memory has gives no results.",
+        description="Memories about a specific person, ranked by meaning; spelling- and accent-tolerant "
+        "('Jon' finds Jonas, 'Zoe' Zoë). `total` counts every memory naming them. A name no memory has "
+        "gives no results.",
         endpoint="GET /memories/by-person",
         input=ByPersonQuery,
-        output=SearchOut,
+        output=PersonSearchOut,
         operation=operations.by_person,
     ),
     AgentTool(

@@ -110,24 +110,27 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             )
         if filters.person_like:
             name = clean_name(filters.person_like)  # as names are stored: NFC, one space
-            # as a whole word, in any case, with no letter or digit touching it: in a stored full name
+            # as a whole word, in any case and with or without its accents ("Zoe" is Zoë, "José"
+            # Jose), with no letter or digit touching it: in a stored full name
             # ("Featherstonehaugh" is Orla Featherstonehaugh) and in the text ("Tom" is not
             # "tomorrow", "Anna" not "Vienna", "J.R." ends at its dot); a one-letter name only as a
-            # whole stored name ("A" is mostly an article)
+            # whole stored name ("A" is mostly an article). unaccent() leaves a pattern's ASCII
+            # syntax as it is, so it folds the patterns below as it folds the names they are read on.
+            folded = "unaccent(lower(p.name))"
             whole_word = whole_word_pattern(name)
-            in_people, values = ["lower(p.name) = lower(%s)"], [name]
+            in_people, values = [f"{folded} = unaccent(lower(%s))"], [name]
             if len(name) >= PERSON_PREFIX_MIN_LETTERS:
-                in_people.append("lower(p.name) LIKE lower(%s)")
+                in_people.append(f"{folded} LIKE unaccent(lower(%s))")
                 values.append(name.replace("%", r"\%").replace("_", r"\_") + "%")
             if len(name) >= PERSON_TYPO_MIN_LETTERS:
-                in_people.append("levenshtein_less_equal(lower(p.name), lower(%s), 1) <= 1")
+                in_people.append(f"levenshtein_less_equal({folded}, unaccent(lower(%s)), 1) <= 1")
                 values.append(name)
             sql = "EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE {})"
             if len(name) >= PERSON_TEXT_MIN_LETTERS:
                 # in the text, only as a name is written, with a capital: "Jazz" found every memory
                 # about jazz, "May" and "Nobody" the months and "nobody seemed to care"
-                in_people.append("p.name ~* %s")
-                sql += " OR (t.content || ' ' || t.details) ~ %s"
+                in_people.append("unaccent(p.name) ~* unaccent(%s)")
+                sql += " OR unaccent(t.content || ' ' || t.details) ~ unaccent(%s)"
                 values += [whole_word, name_in_text_pattern(name)]
             add("(" + sql.format(" OR ".join(in_people)) + ")", *values)
         if filters.emotions:

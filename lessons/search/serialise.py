@@ -37,6 +37,7 @@ def search_hit_as_dict(hit: SearchHit) -> dict:
 
 
 def search_response_as_dict(response: SearchResponse) -> dict:
+    counted = {} if response.total is None else {"total": response.total}
     return {
         "mode": response.mode,
         "degraded": response.degraded,
@@ -45,5 +46,6 @@ def search_response_as_dict(response: SearchResponse) -> dict:
         "timings_ms": dict(response.timings_ms),
         "candidates": dict(response.candidates),
         "context_keywords": list(response.context_keywords),
+        **counted,
         "results": [search_hit_as_dict(hit) for hit in response.results],
     }

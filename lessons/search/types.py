@@ -99,6 +99,8 @@ class SearchResponse:
     results: list[SearchHit]
     candidates: dict[str, int] = field(default_factory=dict)  # per leg, and duplicates removed
     context_keywords: list[str] = field(default_factory=list)  # what the contextual query added
+    total: int | None = None  # a shortcut that counts: how many rows its filter matches in all
+
 
     def returned_ids(self) -> list[int]:
         """Every row the answer returned, a same-title lesson folded into a hit included: an agent

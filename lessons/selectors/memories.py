@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from lessons.models import Memory, Team
 from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
+from lessons.search.filters import filter_clause
 from lessons.text import clean_name, name_key
 
 
@@ -159,29 +160,36 @@ def memories_by_emotion(*, team: Team, emotion: str, limit: int = 20) -> SearchR
 
 def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchResponse:
     """Memories about a person: ranked by meaning ("memories about NAME") among those naming
-    them, in `people` or in the text, tolerant of spelling ("Jon" finds Jonas, "Jonah" too).
-    A name no memory has gives no results (never the engine's recency fallback).
+    them, in `people` or in the text, tolerant of spelling ("Jon" finds Jonas, "Jonah" too, "Zoe"
+    Zoë). A name no memory has gives no results. `total` counts every memory naming them: the
+    seed's "all memories about a person" when it is over `limit`.
 
     Every hit names the person, so its label says how: `high` when its `people` list them as
     written (any case), `medium` otherwise (a mention in the text, another spelling). Labelled by
     meaning, a memory listing Henrike read `low` for "Henrike" when its text was about dinner."""
+    naming = SearchFilters(person_like=name.strip())
     response = search(
         request=SearchRequest(
-            team=team,
-            query=f"memories about {name.strip()}",
-            kind="memories",
-            limit=limit,
-            filters=SearchFilters(person_like=name.strip()),
-            similarity_floor=0.0,
+            team=team, query=f"memories about {name.strip()}", kind="memories", limit=limit,
+            filters=naming, similarity_floor=0.0,
         )
     )
-    if response.fallback is not None:
-        return replace(response, results=[], fallback=None)
+    # The engine's recency fallback reads through the same filter, so it holds only memories
+    # naming the person (those the legs missed: not embedded yet, the model off, "Zoe" for the
+    # word "Zoë"), most recent first; for a name nobody has it is empty.
     wanted = name_key(clean_name(name))
-    return replace(response, results=[
+    return replace(response, total=_count(team=team, filters=naming), results=[
         replace(hit, relevance="high" if wanted in {name_key(p) for p in hit.fields.get("people", [])} else "medium")
         for hit in response.results
     ])
+
+
+def _count(*, team: Team, filters: SearchFilters) -> int:
+    """How many memories pass `filters`, as the search's legs apply them."""
+    where, params = filter_clause(kind="memories", team_id=team.pk, filters=filters)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {Memory._meta.db_table} AS t WHERE {where}", params)
+        return cursor.fetchone()[0]
 
 
 def memories_search_versions(*, team: Team, query: str, limit: int = 10) -> SearchResponse:

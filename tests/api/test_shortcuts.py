@@ -208,3 +208,15 @@ def test_listings_answer_every_row_by_default(api, team):
         assert body["total"] == len(body["results"]) == 120, path
     assert len(_listing(api.get("/memories/interests", {"limit": 101}))["results"]) == 101
     assert api.get("/memories/interests", {"limit": 501}).status_code == 422
+
+
+def test_by_person_says_how_many_memories_name_them(api, team):
+    # not embedded yet (no commit ran), and "Zoe" is not the word "Zoë": neither leg finds them, so
+    # they come most recent first, as the memories naming the person, not as "nothing matched"
+    chess = [memory_create(team=team, content=f"Chess game {number}", people=["Zoë"]) for number in range(3)]
+    memory_create(team=team, content="Chess club newsletter")
+    body = api.get("/memories/by-person", {"name": "Zoe", "limit": 2}).json()
+    assert body["total"] == 3 and body["fallback"] == "recency"
+    assert [hit["id"] for hit in body["results"]] == [chess[2].pk, chess[1].pk]
+    assert {hit["relevance"] for hit in body["results"]} == {"medium"}  # another spelling of the name
+    assert "total" not in api.post("/search", {"query": "chess", "kind": "memories"}).json()

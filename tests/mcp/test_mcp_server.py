@@ -144,6 +144,7 @@ def test_a_blank_name_or_emotion_is_refused_not_read_as_everyone(team):
     assert blank_name.is_error and _payload(blank_name)["errors"][0]["field"] == "name"
     assert blank_emotion.is_error and _payload(blank_emotion)["errors"][0]["field"] == "emotion"
     assert [hit["fields"]["content"] for hit in _payload(ada)["results"]] == ["Lunch with Ada"]
+    assert _payload(ada)["total"] == 1
     assert Memory.objects.get().returned_count == 1  # only the real search counted a return
 
 

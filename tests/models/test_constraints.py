@@ -59,7 +59,7 @@ def test_schema_has_vector_indexes_and_extensions():
         extensions = {row[0] for row in cursor.fetchall()}
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename IN ('lessons_lesson', 'lessons_memory')")
         indexes = dict(cursor.fetchall())
-    assert {"vector", "pg_trgm", "fuzzystrmatch"} <= extensions
+    assert {"vector", "pg_trgm", "fuzzystrmatch", "unaccent"} <= extensions
     assert "hnsw" in indexes["lesson_embedding_hnsw"] and "vector_cosine_ops" in indexes["lesson_embedding_hnsw"]
     assert "hnsw" in indexes["memory_embedding_hnsw"] and "vector_cosine_ops" in indexes["memory_embedding_hnsw"]
     assert "gin" in indexes["lesson_search_vector_gin"] and "gin" in indexes["memory_search_vector_gin"]

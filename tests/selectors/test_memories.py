@@ -251,3 +251,38 @@ def test_a_memory_of_a_person_the_query_names_is_at_least_medium(team):
     assert hits[anneliese.pk].explanation["names_subject"]
     assert hits[anneliese.pk].relevance in {"medium", "high"}
     assert not any(hits[other.pk].explanation["names_subject"] for other in others if other.pk in hits)
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ("Zoe", "Coffee with the neighbour"),  # Zoë in `people`
+    ("zoë", "Coffee with the neighbour"),
+    ("Jose", "José fixed the bike"),  # only in the text
+    ("Aelfred", "The orchard walk"),  # Ælfred in `people`: one letter folded into two
+    ("Ælfred", "Ælfred sang at the wedding"),  # and in the text, where a bracket of cases failed
+])
+def test_a_name_is_found_with_or_without_its_accents(team, typed, expected):
+    written = [
+        memory_create(team=team, content="Coffee with the neighbour", people=["Zoë"]),
+        memory_create(team=team, content="José fixed the bike"),
+        memory_create(team=team, content="The orchard walk", people=["Ælfred"]),
+        memory_create(team=team, content="Ælfred sang at the wedding"),
+        memory_create(team=team, content="Zora and Joseph went sailing"),  # neither name, as a word
+    ]
+    embedding_refresh(items=written)
+    contents = [hit.fields["content"] for hit in memories_by_person(team=team, name=typed).results]
+    assert expected in contents
+    assert "Zora and Joseph went sailing" not in contents
+
+
+def test_a_person_search_counts_every_memory_naming_them(team):
+    """The seed's tool finds "all memories about a specific person": a page of `limit` said nothing
+    of how many more there were."""
+    naming = [memory_create(team=team, content=f"Walk number {n} with Zoë", people=["Zoë"] if n % 2 else [])
+              for n in range(25)]
+    others = [memory_create(team=team, content=f"Walk number {n} alone") for n in range(5)]
+    embedding_refresh(items=naming + others)
+    page = memories_by_person(team=team, name="Zoe", limit=10)
+    assert page.total == 25 and len(page.results) == 10
+    every = memories_by_person(team=team, name="Zoe", limit=100)
+    assert every.total == 25 and {hit.id for hit in every.results} == {memory.pk for memory in naming}
+    assert memories_by_person(team=team, name="Bartholomew").total == 0
