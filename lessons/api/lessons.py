@@ -124,14 +124,17 @@ def delete_lesson(request, lesson_id: PathId = LessonId, if_match: str | None = 
 DECIDED = {409: ErrorOut}  # the lesson is no longer a proposal, and not in the state asked for
 
 
-def _decide(request, lesson_id: int, decision: str):
+def _decide(request, response: HttpResponse, lesson_id: int, decision: str, if_match: str | None):
     lesson = lesson_get(team=request.auth.team, lesson_id=lesson_id)
     try:
-        decided = lesson_services.lesson_decide_proposal(lesson=lesson, decision=decision)
+        decided = lesson_services.lesson_decide_proposal(
+            lesson=lesson, decision=decision,
+            expected_updated_at=preconditions.expected_updated_at(if_match, row=lesson),
+        )
     except lesson_services.LessonNotAProposal as refused:
         return 409, errors.field_error("status", str(refused))
     decided.lesson.changed = decided.changed  # LessonDecisionOut reads it
-    return 200, decided.lesson
+    return 200, preconditions.with_etag(response, decided.lesson)
 
 
 _DECISION_DOC = (
@@ -139,27 +142,37 @@ _DECISION_DOC = (
     "of two agents deciding one proposal at once the second hears the first one's decision. "
     "The same decision again on a lesson already {state} is a 200 with `changed: false` (nothing written); "
     "a lesson in the other decided state is a 409 naming its status (to change a decided lesson, PATCH "
-    "`/lessons/{{id}}` with `status`). 404 for a lesson that is not your team's or was deleted or merged away."
+    "`/lessons/{{id}}` with `status`). 404 for a lesson that is not your team's or was deleted or merged away. "
+    "Send the `ETag` of the version you reviewed as `If-Match`: a proposal edited since is not decided (412 "
+    "naming `If-Match`; checked only when the decision would write). The answer carries the lesson's `ETag`."
 )
 
 
 @router.post(
     "/lessons/{lesson_id}/accept",
-    response={200: LessonDecisionOut, **DECIDED, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    response={200: LessonDecisionOut, **DECIDED, **PRECONDITION, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Accept a proposal (it becomes confirmed)",
     description=_DECISION_DOC.format(state="confirmed"),
 )
 @needs("lessons", "change")
-def accept_lesson(request, lesson_id: PathId = LessonId):
-    return _decide(request, lesson_id, "accept")
+@preconditions.honours_if_match
+def accept_lesson(
+    request, response: HttpResponse, lesson_id: PathId = LessonId,
+    if_match: str | None = preconditions.if_match_header(),
+):
+    return _decide(request, response, lesson_id, "accept", if_match)
 
 
 @router.post(
     "/lessons/{lesson_id}/reject",
-    response={200: LessonDecisionOut, **DECIDED, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    response={200: LessonDecisionOut, **DECIDED, **PRECONDITION, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Reject a proposal (it becomes rejected)",
     description=_DECISION_DOC.format(state="rejected"),
 )
 @needs("lessons", "change")
-def reject_lesson(request, lesson_id: PathId = LessonId):
-    return _decide(request, lesson_id, "reject")
+@preconditions.honours_if_match
+def reject_lesson(
+    request, response: HttpResponse, lesson_id: PathId = LessonId,
+    if_match: str | None = preconditions.if_match_header(),
+):
+    return _decide(request, response, lesson_id, "reject", if_match)

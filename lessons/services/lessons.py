@@ -175,12 +175,18 @@ _DECISIONS = {"accept": LessonStatus.CONFIRMED, "reject": LessonStatus.REJECTED}
 
 
 @transaction.atomic
-def lesson_decide_proposal(*, lesson: Lesson, decision: str) -> ProposalDecision:
+def lesson_decide_proposal(
+    *, lesson: Lesson, decision: str, expected_updated_at: datetime | Collection[datetime] | None = None
+) -> ProposalDecision:
     """Accept or reject one proposal, as the admin's proposals page does: the row is locked and
     read again, so of two agents deciding it at once the second sees the first one's decision.
     The same decision again changes nothing (changed=False); a lesson in the other decided state
     raises LessonNotAProposal (a confirmed lesson is retired, a rejected one revived, by an edit
-    of its status, not by a proposal's accept or reject). Lesson.DoesNotExist when it is gone."""
+    of its status, not by a proposal's accept or reject). Lesson.DoesNotExist when it is gone.
+
+    With `expected_updated_at` (the version the decider reviewed), a proposal edited since is not
+    decided (ChangedSinceRead): accepting it would confirm advice nobody reviewed. It is checked
+    only when the decision would write, so a retried accept still hears changed=False."""
     target = _DECISIONS[decision]
     stored = Lesson.objects.select_for_update().filter(pk=lesson.pk).first()
     if stored is None:
@@ -189,6 +195,7 @@ def lesson_decide_proposal(*, lesson: Lesson, decision: str) -> ProposalDecision
         return ProposalDecision(lesson=stored, changed=False)
     if stored.status != LessonStatus.PROPOSED:
         raise LessonNotAProposal(lesson=stored, decision=decision)
+    refuse_changed_since_read(row=stored, expected_updated_at=expected_updated_at)
     return ProposalDecision(lesson=lesson_update(lesson=stored, status=target), changed=True)
 
 

@@ -141,6 +141,26 @@ def test_a_lesson_honours_if_match_on_patch_and_delete(api, team):
     assert created["ETag"] == api.get(f"/lessons/{created.json()['id']}")["ETag"]
 
 
+@pytest.mark.parametrize("decision, status", [("accept", "confirmed"), ("reject", "rejected")])
+def test_a_proposal_edited_since_it_was_reviewed_is_not_decided(api, team, decision, status):
+    """A curator agent reviews a proposal; another agent rewrites its advice; accepting with the
+    reviewed version's tag would confirm advice nobody reviewed: 412, still a proposal."""
+    proposal = api.post("/lessons/propose", {"title": "Pin dependencies", "recommendation": "Pin exact versions"})
+    reviewed = proposal["ETag"]
+    lesson_id = proposal.json()["id"]
+    edited = api.patch(f"/lessons/{lesson_id}", {"recommendation": "Never pin anything"})
+    refused = api.post(f"/lessons/{lesson_id}/{decision}", **_if_match(reviewed))
+    assert refused.status_code == 412 and refused.json()["errors"][0]["field"] == "If-Match"
+    assert Lesson.objects.get(pk=lesson_id).status == "proposed"
+    assert api.post(f"/lessons/{lesson_id}/{decision}", **_if_match("bogus")).status_code == 400
+    decided = api.post(f"/lessons/{lesson_id}/{decision}", **_if_match(edited["ETag"]))
+    assert decided.status_code == 200 and decided.json()["status"] == status
+    assert decided["ETag"] == api.get(f"/lessons/{lesson_id}")["ETag"] != edited["ETag"]
+    # a retry with the tag it sent: already decided, nothing to check, nothing written
+    again = api.post(f"/lessons/{lesson_id}/{decision}", **_if_match(edited["ETag"]))
+    assert again.status_code == 200 and again.json()["changed"] is False and again["ETag"] == decided["ETag"]
+
+
 def test_another_teams_row_is_404_whatever_the_if_match(api, other_team):
     theirs = memory_create(team=other_team, content="Their diary")
     assert api.patch(f"/memories/{theirs.pk}", {"content": "Mine"}, **_if_match("*")).status_code == 404
@@ -167,6 +187,8 @@ def test_the_openapi_document_declares_the_header_and_the_412():
         ("/api/v1/memories/{memory_id}", "patch"),
         ("/api/v1/memories/{memory_id}", "delete"),
         ("/api/v1/memories/{memory_id}/versions/{version_id}/restore", "post"),
+        ("/api/v1/lessons/{lesson_id}/accept", "post"),
+        ("/api/v1/lessons/{lesson_id}/reject", "post"),
     ):
         operation = paths[path][method]
         assert {"400", "412"} <= set(map(str, operation["responses"])), (path, method)
