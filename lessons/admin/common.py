@@ -9,7 +9,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.forms import SimpleArrayField
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models
+from django.db import connection, models
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
@@ -156,8 +156,14 @@ class ServiceTextForm(forms.ModelForm):
         cleaned = super().clean()
         opened = cleaned.get("opened_at")
         if opened and self.instance.pk:
+            stored = self._stored_row_locked()
+            if stored is None:
+                raise ValidationError(
+                    f"This {self.instance._meta.verbose_name} was deleted or merged away by someone else after "
+                    "you opened this page, and saving would bring it back.", code="deleted_since_opened",
+                )
             stale = changed_since_opened(
-                row=self.instance, opened_at=parse_datetime(opened), would="saving would undo that",
+                row=stored, opened_at=parse_datetime(opened), would="saving would undo that",
                 then="Open it again to see the change, then make your edit.",
             )
             if stale is not None:
@@ -170,6 +176,16 @@ class ServiceTextForm(forms.ModelForm):
                 if field.required and not cleaned[name]:
                     self.add_error(name, field.error_messages["required"])
         return cleaned
+
+
+    def _stored_row_locked(self):
+        """The row as stored, locked until the save ends when the admin's POST runs in its
+        transaction (it does): compared with the row the page read before, a change made between
+        this check and the save was still lost. None when it is gone."""
+        rows = type(self.instance)._default_manager
+        if connection.in_atomic_block:
+            rows = rows.select_for_update()
+        return rows.filter(pk=self.instance.pk).only("updated_at").first()
 
 
 class ReadableInputsMixin:

@@ -169,3 +169,63 @@ def test_a_memorys_categories_stored_otherwise_than_typed_are_said_so(admin_clie
     assert Memory.objects.get().categories == ["work"]
     assert any("categories “Work” as “work”; emotions “Proud” as “proud”" in str(message)
                for message in response.context["messages"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_made_between_the_forms_check_and_its_save_is_not_lost(admin_client, team, monkeypatch):
+    """The stale-page check compared the page's moment with the row as read before the form, without
+    a lock: a change landing between that check and the save was overwritten (the curator's 0.7 over
+    another writer's 0.9, unrefused). The row is now locked from the check to the save, so the other
+    writer waits, and writes after the curator's save instead of under it."""
+    import threading
+
+    from django.db import connection
+
+    from lessons.admin.common import ServiceTextForm
+    from lessons.services.lessons import lesson_update
+
+    lesson = LessonFactory(team=team, title="Pin your base images", category="deployment", confidence=0.5)
+    url = reverse("admin:lessons_lesson_change", args=[lesson.pk])
+    [opened_at] = re.findall(r'name="opened_at" value="([^"]+)"', admin_client.get(url).content.decode())
+    checked, other_done = threading.Event(), threading.Event()
+    clean = ServiceTextForm.clean
+
+    def checked_then_other_writer(self):
+        cleaned = clean(self)
+        checked.set()
+        other_done.wait(1)  # the other writer's change lands here unless the row is locked
+        return cleaned
+
+    def other_writer():
+        try:
+            assert checked.wait(10)
+            lesson_update(lesson=Lesson.objects.get(pk=lesson.pk), confidence=0.9)
+            other_done.set()
+        finally:
+            connection.close()
+
+    monkeypatch.setattr(ServiceTextForm, "clean", checked_then_other_writer)
+    writer = threading.Thread(target=other_writer)
+    writer.start()
+    form = {
+        "team": team.pk, "title": "Pin your base images", "category": "deployment", "status": "confirmed",
+        "description": "", "context": "Nightly rebuilds", "recommendation": "", "confidence": 0.7,
+        "frequency": 1, "project_types": "", "tech_stacks": "", "tags": "", "external_id": "", "opened_at": opened_at,
+    }
+    response = admin_client.post(url, form)
+    writer.join(10)
+    assert response.status_code == 302 and other_done.is_set()
+    lesson.refresh_from_db()
+    assert (lesson.context, lesson.confidence) == ("Nightly rebuilds", 0.9)  # the other writer came after
+
+
+def test_a_form_opened_before_the_row_was_deleted_does_not_bring_it_back(admin_client, team):
+    lesson = LessonFactory(team=team, title="Pin your base images", category="deployment")
+    url = reverse("admin:lessons_lesson_change", args=[lesson.pk])
+    page = admin_client.get(url)
+    [opened_at] = re.findall(r'name="opened_at" value="([^"]+)"', page.content.decode())
+    drawn = page.context["adminform"].form
+    form = type(drawn)(data={"title": lesson.title, "opened_at": opened_at}, instance=drawn.instance)
+    Lesson.objects.filter(pk=lesson.pk).delete()  # between the admin reading it and the form's check
+    assert not form.is_valid()
+    assert "was deleted or merged away by someone else" in str(form.non_field_errors())
