@@ -36,8 +36,10 @@ def unreadable_json(error: BaseException) -> str | None:
 
 
 def schema_behind(error: BaseException) -> bool:
-    """A database error from a table or column the code has and the database lacks: the code runs
-    before `migrate` did (a deploy's order, a restored backup)."""
+    """A database error from a table, column or function the code has and the database lacks: the
+    code runs before `migrate` did (a deploy's order, a restored backup). A function is an
+    extension's that a migration creates (`unaccent`, `levenshtein_less_equal`)."""
     from psycopg import errors as pg_errors  # only once a database error has happened
 
-    return isinstance(error.__cause__, (pg_errors.UndefinedTable, pg_errors.UndefinedColumn))
+    missing = (pg_errors.UndefinedTable, pg_errors.UndefinedColumn, pg_errors.UndefinedFunction)
+    return isinstance(error.__cause__, missing)

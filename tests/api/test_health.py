@@ -6,6 +6,7 @@ from lessons.embedding import get_embedding_backend, warm_up
 from lessons.selectors import health
 from lessons.services.api_keys import api_key_create
 from lessons.services.lessons import lesson_create
+from lessons.services.memories import memory_create
 from tests.api.conftest import JsonClient
 
 
@@ -79,6 +80,22 @@ def test_new_code_on_an_unmigrated_database_is_not_ready_and_says_to_migrate(tea
                                      "must run `python manage.py migrate`")
     assert "imported_digest" in caplog.text  # the log names what is missing; the answer does not
     assert "imported_digest" not in read.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_function_of_an_extension_not_created_yet_says_to_migrate(team, monkeypatch):
+    """Migration 0022 creates `unaccent`, which the person search calls: before `migrate`, the
+    search was an internal error."""
+    _, raw_key = api_key_create(team=team, name="agent")
+    memory_create(team=team, content="Coffee with Zoë", people=["Zoë"])
+    monkeypatch.setattr(health, "_migrated", False)
+    with connection.cursor() as cursor:  # rolled back with the test
+        cursor.execute("DROP EXTENSION unaccent")
+    MigrationRecorder.Migration.objects.filter(app="lessons", name="0022_unaccent").delete()
+    found = JsonClient(raw_key).get("/memories/by-person", {"name": "Zoe"})
+    assert found.status_code == 503
+    assert found.json()["detail"].startswith("the database is not migrated to this version of the service")
+    assert JsonClient().get("/health").json()["ready"] is False
 
 
 @pytest.mark.django_db
