@@ -43,7 +43,10 @@ INSTRUCTIONS = (
 
 def mcp_tools() -> list[types.Tool]:
     return [
-        types.Tool(name=tool.name, description=tool.description, input_schema=tool.parameters())
+        types.Tool(
+            name=tool.name, description=tool.description, input_schema=tool.parameters(),
+            output_schema=tool.output_schema(),
+        )
         for tool in AGENT_TOOLS
     ]
 

@@ -131,6 +131,12 @@ class AgentTool:
     def parameters(self) -> dict:
         return function_parameters(self.input.model_json_schema(), fixed=(*self.fixed, *self.hidden))
 
+    def output_schema(self) -> dict:
+        """What the tool answers, as the endpoint's response schema (MCP's `outputSchema`), flat
+        like the parameters: a client can check an answer and read its fields without the docs."""
+        schema = TypeAdapter(self.output).json_schema(mode="serialization")
+        return _inline(schema, schema.get("$defs", {}))
+
     def as_function(self) -> dict:
         function = {"name": self.name, "description": self.description, "parameters": self.parameters()}
         return {"type": "function", "function": function}

@@ -67,6 +67,54 @@ def test_lists_the_same_tools_as_the_api(team):
         assert by_name[tool.name].description == tool.description
 
 
+def test_every_tool_declares_what_it_answers_and_answers_it(team):
+    """outputSchema: a client can check an answer and read its fields without the docs. The SDK's
+    client checks every answer against it; so does this test, for one call of every tool."""
+    import jsonschema
+
+    lesson_create(team=team, title="Pin your dependencies", tags=["deps"])
+
+    async def session(client):
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        search = await client.call_tool("search_lessons", {"query": "pin dependencies"})
+        memory = await client.call_tool("store_memory", {"content": "Coffee with Zoë", "people": ["Zoë"],
+                                                         "emotions": ["happy"], "categories": ["event"]})
+        memory_id, search_id = memory.structured_content["id"], search.structured_content["search_id"]
+        calls = {
+            "search_lessons": search,
+            "store_memory": memory,
+            "report_usage": await client.call_tool("report_usage", {"search_id": search_id}),
+            "semantic_search": await client.call_tool("semantic_search", {"query": "coffee"}),
+            "relevant_lessons": await client.call_tool("relevant_lessons", {}),
+            "patterns_for_feature": await client.call_tool("patterns_for_feature", {"feature": "Dependencies"}),
+            "lessons_for_session": await client.call_tool("lessons_for_session", {"recent_activity": "pip install"}),
+            "store_lesson": await client.call_tool("store_lesson", {"title": "Cache the wheels"}),
+            "propose_lesson": await client.call_tool("propose_lesson", {"title": "Vendor the wheels"}),
+            "get_memory": await client.call_tool("get_memory", {"memory_id": memory_id}),
+            "update_memory": await client.call_tool("update_memory", {"memory_id": memory_id, "importance": 8}),
+            "get_all_friends": await client.call_tool("get_all_friends", {}),
+            "get_panic_attacks": await client.call_tool("get_panic_attacks", {}),
+            "get_interests": await client.call_tool("get_interests", {}),
+            "get_events": await client.call_tool("get_events", {}),
+            "search_by_person": await client.call_tool("search_by_person", {"name": "Zoe"}),
+            "search_by_emotion": await client.call_tool("search_by_emotion", {"emotion": "happy"}),
+            "search_across_versions": await client.call_tool("search_across_versions", {"query": "coffee"}),
+            "delete_memory": await client.call_tool("delete_memory", {"memory_id": memory_id}),
+        }
+        return listed, calls
+
+    listed, calls = _run(session)(team)
+    assert sorted(calls) == sorted(tool.name for tool in AGENT_TOOLS)  # one call of every tool
+    for name, result in calls.items():
+        schema = listed[name].output_schema
+        assert schema["type"] == "object" and schema["properties"], name
+        assert not result.is_error, (name, result.content[0].text)
+        jsonschema.validate(result.structured_content, schema)
+    person = calls["search_by_person"].structured_content
+    assert person["total"] == 1 and "total" in listed["search_by_person"].output_schema["required"]
+    assert "$ref" not in json.dumps([tool.output_schema for tool in listed.values()])  # flat, like the inputs
+
+
 def test_store_tools_write_for_the_servers_team_only(team, other_team):
     async def session(client):
         lesson = await client.call_tool("store_lesson", {"title": "Pin your dependencies", "tags": ["Deps"]})
