@@ -152,18 +152,90 @@ def build_server(*, team: Team, api_key: str | None = None) -> Server:
     )
 
 
+# At the end of stdin, how long the server still waits for the answers of requests it has read.
+ANSWERS_AFTER_STDIN_CLOSED_SECONDS = 60
+
+
+class _Unanswered:
+    """The ids of the requests read from stdin whose answer is not written yet. The SDK ends the
+    session as soon as its input ends, cancelling the calls still running: `printf '...' | manage.py
+    mcp` lost the answer to its last request (a `tools/list` among them) without a word."""
+
+    def __init__(self):
+        self.ids: set = set()
+        self.none_left = anyio.Event()
+        self.none_left.set()
+
+    def read(self, line: str) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict) or "method" not in message:
+            return
+        if message.get("id") is not None:
+            if not self.ids:
+                self.none_left = anyio.Event()
+            self.ids.add(message["id"])
+        elif message["method"] == "notifications/cancelled":  # a cancelled request is not answered
+            params = message.get("params")
+            self._answered(params.get("requestId") if isinstance(params, dict) else None)
+
+    def _answered(self, request_id) -> None:
+        self.ids.discard(request_id)
+        if not self.ids:
+            self.none_left.set()
+
+    def written(self, message: SessionMessage) -> None:
+        if isinstance(message.message, (types.JSONRPCResponse, types.JSONRPCError)):
+            self._answered(message.message.id)
+
+
+class _AnswersNoted:
+    """The server's write stream, noting each answer it writes in `unanswered`."""
+
+    def __init__(self, stream, unanswered: _Unanswered):
+        self._stream, self._unanswered = stream, unanswered
+
+    async def send(self, message: SessionMessage) -> None:
+        await self._stream.send(message)
+        self._unanswered.written(message)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    async def __aenter__(self):
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info):
+        return await self._stream.__aexit__(*exc_info)
+
+
+async def _until_answered(lines, unanswered: _Unanswered):
+    """`lines`, then, once they end, a wait for the answers still owed (at most a minute)."""
+    async for line in lines:
+        unanswered.read(line)
+        yield line
+    with anyio.move_on_after(ANSWERS_AFTER_STDIN_CLOSED_SECONDS):
+        await unanswered.none_left.wait()
+
+
 async def serve_stdio(*, team: Team, api_key: str | None = None, stdin_fd: int = 0) -> None:
     """Serve on this process's stdin and stdout. Lines the SDK cannot read are answered by
-    mcp_stdio (it would drop them unanswered); stdout stays the SDK's alone."""
+    mcp_stdio (it would drop them unanswered); stdout stays the SDK's alone. When stdin ends, the
+    requests read are answered before the server stops."""
     server = build_server(team=team, api_key=api_key)
     outgoing = {}
     connected = anyio.Event()
+    unanswered = _Unanswered()
 
     async def answer(error: types.JSONRPCError) -> None:
         await connected.wait()
         await outgoing["stream"].send(SessionMessage(error))
 
-    async with stdio_server(stdin=checked_lines(stdin_fd, answer)) as (read_stream, write_stream):
+    lines = _until_answered(checked_lines(stdin_fd, answer), unanswered)
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):
         outgoing["stream"] = write_stream
         connected.set()
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        await server.run(read_stream, _AnswersNoted(write_stream, unanswered), server.create_initialization_options())

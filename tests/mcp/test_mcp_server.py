@@ -455,6 +455,31 @@ def test_a_tool_call_without_a_name_or_with_arguments_not_an_object_names_the_fa
         assert unreadable_line_error(json.dumps({**request, "params": readable})) is None
 
 
+def test_requests_piped_in_are_all_answered_before_the_server_stops(team):
+    """`printf '...' | manage.py mcp`: the SDK ended the session as soon as stdin ended and
+    cancelled the calls still running, so the last requests (a tools/list) went unanswered."""
+    Lesson.objects.create(team=team, title="Retry with exponential backoff")
+    server = _start_server(team)
+    requests = [
+        INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search_lessons",
+                                                                        "arguments": {"query": "retries"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "get_all_friends", "arguments": {}}},
+        # a request the client cancelled gets no answer, and is not waited for
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}},
+    ]
+    try:
+        output, _ = server.communicate("".join(json.dumps(request) + "\n" for request in requests), timeout=120)
+    finally:
+        server.kill()
+    answers = {answer["id"]: answer for answer in map(json.loads, output.splitlines())}
+    assert sorted(answers) == [1, 2, 3, 4] and server.returncode == 0
+    assert len(answers[2]["result"]["tools"]) == len(AGENT_TOOLS)
+    assert not answers[3]["result"]["isError"] and not answers[4]["result"]["isError"]
+
+
 def test_ctrl_c_ends_the_server_while_its_client_is_still_connected(team):
     """A thread blocked reading stdin kept Ctrl-C from ending the server until the next line."""
     server = _start_server(team)
