@@ -177,7 +177,6 @@ class ServiceTextForm(forms.ModelForm):
                     self.add_error(name, field.error_messages["required"])
         return cleaned
 
-
     def _stored_row_locked(self):
         """The row as stored, locked until the save ends when the admin's POST runs in its
         transaction (it does): compared with the row the page read before, a change made between

@@ -101,7 +101,6 @@ class SearchResponse:
     context_keywords: list[str] = field(default_factory=list)  # what the contextual query added
     total: int | None = None  # a shortcut that counts: how many rows its filter matches in all
 
-
     def returned_ids(self) -> list[int]:
         """Every row the answer returned, a same-title lesson folded into a hit included: an agent
         that used the folded lesson can report it (it was refused as "not among the results")."""

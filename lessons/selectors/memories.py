@@ -170,7 +170,7 @@ def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchRespo
     naming = SearchFilters(person_like=name.strip())
     response = search(
         request=SearchRequest(
-            team=team, query=f"memories about {name.strip()}", kind="memories", limit=limit,
+            team=team, query=f"memories about {naming.person_like}", kind="memories", limit=limit,
             filters=naming, similarity_floor=0.0,
         )
     )
