@@ -276,9 +276,9 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     AgentTool(
         name="get_all_friends",
         description="Everyone named in the memories: one entry per person (names compared "
-        "case-insensitively), with the content of their most important memory as summary, their "
-        "highest importance, how many memories name them and those memories' ids; most important "
-        "first, then by name. Counts every memory naming the person, whatever its category.",
+        "in any case, with or without accents: 'Zoe' and 'Zoë' are one), with the content of their "
+        "most important memory as summary, their highest importance, how many memories name them "
+        "and those memories' ids; most important first, then by name. Counts every memory naming the person, whatever its category.",
         endpoint="GET /memories/friends",
         input=MemoryLimitQuery,
         output=PeopleOut,

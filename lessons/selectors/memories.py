@@ -70,21 +70,26 @@ def _listing(memories: QuerySet[Memory], *, limit: int | None) -> MemoryListing:
 PEOPLE_SQL = f"""
 WITH named AS (
     SELECT m.id, m.content, m.importance, coalesce(m.occurred_at, m.created_at) AS moment,
-           btrim(p.name) AS name
+           btrim(p.name) AS name, unaccent(lower(btrim(p.name))) AS key
     FROM {Memory._meta.db_table} AS m CROSS JOIN LATERAL unnest(m.people) AS p(name)
     WHERE m.team_id = %s AND m.current_version_id IS NULL AND btrim(p.name) <> ''
+), spellings AS (
+    -- a person's name as most memories write it; on a tie the spelling that says more: a
+    -- capital ("Sam" over "sam"), then accents ("Zoë" over "Zoe")
+    SELECT DISTINCT ON (key) key, name
+    FROM (SELECT key, name, count(*) AS uses FROM named GROUP BY key, name) AS spelled
+    ORDER BY key, uses DESC, name = lower(name), name = unaccent(name), name
 ), people AS (
-    SELECT lower(name) AS key,
-           mode() WITHIN GROUP (ORDER BY name) AS name,
+    SELECT key,
            (array_agg(content ORDER BY importance DESC, moment DESC, id DESC))[1] AS summary,
            max(importance) AS importance,
            count(DISTINCT id) AS memory_count,
            array_agg(id ORDER BY importance DESC, moment DESC, id DESC) AS memory_ids
     FROM named
-    GROUP BY lower(name)
+    GROUP BY key
 )
-SELECT name, summary, importance, memory_count, memory_ids, count(*) OVER () AS total
-FROM people
+SELECT spellings.name, summary, importance, memory_count, memory_ids, count(*) OVER () AS total
+FROM people JOIN spellings USING (key)
 ORDER BY importance DESC, key ASC
 LIMIT %s
 """
@@ -92,7 +97,8 @@ LIMIT %s
 
 def memories_friends(*, team: Team, limit: int | None = None) -> PeopleListing:
     """The people in the team's current memories: one entry per name in any memory's `people`
-    (trimmed, case-insensitive), whatever the memory's category: a person who only appears in an
+    (trimmed, in any case, with or without its accents, as the person search reads names: "Zoe"
+    and "Zoë" are one person), whatever the memory's category: a person who only appears in an
     event or a health memory is still someone we know. Grouped in PostgreSQL; ordered by
     importance (the max over their memories), then name; at most `limit` (MEMORY_LISTING_MAX)."""
     with connection.cursor() as cursor:

@@ -55,6 +55,24 @@ def test_friends_merge_spellings_and_count_every_category(team):
     assert memories_friends(team=team, limit=1).total == 2
 
 
+def test_friends_are_one_person_with_or_without_accents(team):
+    # as the person search reads names: "Zoe" finds Zoë, so the listing must not count two people
+    first = memory_create(team=team, content="Zoë's concert", people=["Zoë"], importance=5)
+    second = memory_create(team=team, content="Lunch with zoe", people=["zoe"], importance=8)
+    third = memory_create(team=team, content="Zoe called", people=["Zoe"], importance=3)
+    memory_create(team=team, content="José at the market", people=["José"], importance=2)
+    memory_create(team=team, content="Jose again", people=["Jose"], importance=2)
+    response = memories_friends(team=team)
+    assert response.total == 2
+    zoe, jose = response.results
+    assert (zoe.importance, zoe.memory_count, zoe.summary) == (8, 3, "Lunch with zoe")
+    assert set(zoe.memory_ids) == {first.id, second.id, third.id}
+    # one use each: on a tie the name as written with a capital, then with its accents
+    assert (zoe.name, jose.name) == ("Zoë", "José")
+    memory_create(team=team, content="Jose's birthday", people=["Jose"], importance=1)
+    assert [person.name for person in memories_friends(team=team).results] == ["Zoë", "Jose"]  # most used
+
+
 def test_panic_attacks_are_every_tagged_memory_in_order(demo_team):
     response = memories_panic_attacks(team=demo_team)
     terms = list(settings.MEMORY_PANIC_TERMS)
