@@ -529,11 +529,29 @@ class MemoryFilters(FilterSchema):
 # --- search --------------------------------------------------------------------------------
 
 
+PER_KIND = "x-per-kind"  # a field's description for a tool fixed to one kind (api/tools.py)
+
+
+def per_kind(**descriptions: str) -> dict:
+    """`json_schema_extra` for a search field that reads differently per kind: POST /search keeps
+    the description for both; search_lessons and semantic_search say only their own kind's."""
+    return {PER_KIND: descriptions}
+
+
+
 class SearchFiltersIn(StrictIn):
     """Hard filters: rows that do not match are never candidates."""
 
-    statuses: list[LessonStatusName] = Field(["confirmed"], min_length=1, description="Lessons only.")
-    categories: Terms = Field([], description="Lessons: category is one of; memories: shares one.")
+    statuses: list[LessonStatusName] = Field(
+        ["confirmed"], min_length=1, description="Lessons only.",
+        json_schema_extra=per_kind(lessons="Which lessons: confirmed by default; add proposed or rejected to see "
+                                           "those."),
+    )
+    categories: Terms = Field(
+        [], description="Lessons: category is one of; memories: shares one.",
+        json_schema_extra=per_kind(lessons="The lesson's category is one of these.",
+                                   memories="The memory has one of these categories."),
+    )
     phase: OptionalTerm | None = Field(
         None, description=f"Lessons: a project phase, one of: {', '.join(settings.SEARCH_PHASE_CATEGORIES)}.",
         json_schema_extra={"enum": [*settings.SEARCH_PHASE_CATEGORIES, None]},  # a client can offer the values
@@ -541,13 +559,20 @@ class SearchFiltersIn(StrictIn):
     tech_stacks: Terms = Field([], description="Lessons: shares one.")
     project_types: Terms = Field([], description="Lessons: shares one.")
     tags: Terms = Field([], description="Lessons: shares one.")
-    min_importance: int | None = Field(None, ge=1, le=10, description="Memories only.")
+    min_importance: int | None = Field(
+        None, ge=1, le=10, description="Memories only.",
+        json_schema_extra=per_kind(memories="At least this importance (1-10)."),
+    )
     people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(
         [], description="Memories: mentions one."
     )
     emotions: Terms = Field([], description="Memories: shares one.")
-    since: datetime | None = Field(None, description="From this moment (ISO 8601): lessons by when they were last "
-                                                     "updated, memories by when they happened.")
+    since: datetime | None = Field(
+        None, description="From this moment (ISO 8601): lessons by when they were last updated, memories by when "
+                          "they happened.",
+        json_schema_extra=per_kind(lessons="From this moment (ISO 8601), by when the lesson was last updated.",
+                                   memories="From this moment (ISO 8601), by when the memory happened."),
+    )
     until: datetime | None = Field(None, description="Before this moment, read as `since` is.")
 
     @field_validator("phase")
@@ -574,8 +599,12 @@ class SearchFiltersIn(StrictIn):
 class SearchWeightsIn(StrictIn):
     semantic: float = Field(ge=0.0, le=1.0, description="Meaning: the cosine to the query, on a fixed scale.")
     keyword: float = Field(ge=0.0, le=1.0, description="Words: BM25 and exact terms (tags, tech stacks, title).")
-    quality: float = Field(ge=0.0, le=1.0, description="Lessons: confidence and frequency; memories: importance "
-                                                      "and recency; plus agents' reported use.")
+    quality: float = Field(
+        ge=0.0, le=1.0, description="Lessons: confidence and frequency; memories: importance and recency; plus "
+                                    "agents' reported use.",
+        json_schema_extra=per_kind(lessons="Confidence and frequency, plus agents' reported use.",
+                                   memories="Importance and recency, plus agents' reported use."),
+    )
 
 
 class SearchIn(StrictIn):
@@ -587,8 +616,14 @@ class SearchIn(StrictIn):
         "", max_length=MAX_CONTEXT_CHARS, description="Your situation (file, conversation): searched as a second query."
     )
     filters: SearchFiltersIn = Field(default_factory=SearchFiltersIn)
-    tech_stack: Terms = Field([], description="Lessons only: your tech stack; lessons that share it rank higher.")
-    project_type: OptionalTerm | None = Field(None, description="Lessons only: your project type, e.g. saas.")
+    tech_stack: Terms = Field(
+        [], description="Lessons only: your tech stack; lessons that share it rank higher.",
+        json_schema_extra=per_kind(lessons="Your tech stack; lessons that share it rank higher."),
+    )
+    project_type: OptionalTerm | None = Field(
+        None, description="Lessons only: your project type, e.g. saas.",
+        json_schema_extra=per_kind(lessons="Your project type, e.g. saas; lessons for it rank higher."),
+    )
     fusion: FusionName = Field("weighted", description="weighted (the tuned formula) or rrf (reciprocal rank "
                                                         "fusion of the parts' rankings).")
     weights: SearchWeightsIn | None = Field(None, description="Leave out for the tuned defaults.")

@@ -43,6 +43,7 @@ from lessons.api.schemas import (
     SearchIn,
     SearchOut,
     SearchVersionsIn,
+    PER_KIND,
     SessionIn,
     ToolOut,
 )
@@ -108,6 +109,20 @@ def _without(schema: dict, names) -> dict:
 
 
 
+def _for_kind(node: Any, kind: str | None) -> Any:
+    """The schema as a tool fixed to `kind` (None: both kinds) shows it: a field described per kind
+    (schemas.per_kind) says only what it means for that kind. search_lessons described its category
+    filter as "Lessons: category is one of; memories: shares one"."""
+    if isinstance(node, list):
+        return [_for_kind(item, kind) for item in node]
+    if not isinstance(node, dict):
+        return node
+    shown = {key: _for_kind(value, kind) for key, value in node.items() if key != PER_KIND}
+    if kind in node.get(PER_KIND, {}):
+        shown["description"] = node[PER_KIND][kind]
+    return shown
+
+
 def other_kinds_options(kind: str) -> tuple[str, ...]:
     """The search options only another kind takes. A tool fixed to one kind does not offer them: a
     memory search's schema listed tags and tech stacks, which the search then refused by name."""
@@ -129,7 +144,8 @@ class AgentTool:
     hidden: tuple[str, ...] = ()  # options the endpoint takes that the tool does not offer (dotted: nested)
 
     def parameters(self) -> dict:
-        return function_parameters(self.input.model_json_schema(), fixed=(*self.fixed, *self.hidden))
+        parameters = function_parameters(self.input.model_json_schema(), fixed=(*self.fixed, *self.hidden))
+        return _for_kind(parameters, self.fixed.get("kind"))
 
     def output_schema(self) -> dict:
         """What the tool answers, as the endpoint's response schema (MCP's `outputSchema`), flat

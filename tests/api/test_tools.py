@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 
 from lessons.search import SearchRequestError
 
-from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME, _inline, function_parameters
+from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME, _for_kind, _inline, function_parameters
 from memory_site.api import api as ninja_api
 
 SEED_TOOLS = {
@@ -54,7 +54,8 @@ def _endpoint_parameters(openapi, tool) -> dict:
                              if p["in"] == "query" and p.get("required") and p["name"] not in tool.fixed]
     taken["properties"].update({p["name"]: _inline(p["schema"], components) for p in in_path})
     required = sorted({*taken.pop("required", []), *(p["name"] for p in in_path)})
-    return {**taken, **({"required": required} if required else {})}
+    # a tool fixed to one kind describes a field as it reads for that kind (the shape is the same)
+    return _for_kind({**taken, **({"required": required} if required else {})}, tool.fixed.get("kind"))
 
 
 def _takes_if_match(operation) -> bool:
@@ -136,6 +137,32 @@ def test_a_search_tool_fixed_to_one_kind_does_not_offer_the_other_kinds_options(
     assert {"tech_stack", "project_type"} <= set(lessons)
     assert {"tags", "tech_stacks", "phase", "statuses", "categories"} <= set(lessons["filters"]["properties"])
     assert not {"people", "emotions", "min_importance", "include_versions"} & set(lessons["filters"]["properties"])
+
+
+def _descriptions(node, path=""):
+    if isinstance(node, dict):
+        if isinstance(node.get("description"), str):
+            yield path, node["description"]
+        for key, value in node.items():
+            yield from _descriptions(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for value in node:
+            yield from _descriptions(value, path)
+
+
+@pytest.mark.parametrize("tool, other", [("search_lessons", "memor"), ("semantic_search", "lesson")])
+def test_a_search_tool_fixed_to_one_kind_describes_its_fields_for_that_kind(openapi, tool, other):
+    # search_lessons said of its category filter "Lessons: category is one of; memories: shares one"
+    parameters = TOOLS_BY_NAME[tool].parameters()
+    assert "x-per-kind" not in json.dumps(parameters)
+    said = dict(_descriptions(parameters))
+    assert [(path, text) for path, text in said.items() if other in text.lower() or " only" in text.lower()] == []
+    categories = said[".properties.filters.properties.categories"]
+    assert categories == ("The lesson's category is one of these." if tool == "search_lessons"
+                          else "The memory has one of these categories.")
+    # the endpoint, which takes both kinds, still says both
+    filters = openapi["components"]["schemas"]["SearchFiltersIn"]["properties"]
+    assert filters["categories"]["description"] == "Lessons: category is one of; memories: shares one."
 
 
 @pytest.mark.django_db
