@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from lessons.models import Lesson, Memory
+from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.signature import value_bits
+from lessons.search.spellings import filter_values
 from lessons.search.types import SearchFilters, SearchRequestError
 from lessons.text import clean_name, name_in_text_pattern, whole_word_pattern
 
@@ -59,6 +61,10 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
     params: list = [team_id]
     masks: list[tuple[int, ...]] = []
 
+    def spelled(values) -> list[str]:
+        """The allowed values in every spelling the team stores them in ("nextjs", "next.js")."""
+        return filter_values(kind_code=SEARCH_KINDS[kind].keyword_code, team_id=team_id, values=values)
+
     def add(sql: str, *values, facet: str | None = None) -> None:
         parts.append(sql)
         params.extend(values)
@@ -76,11 +82,11 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
         if categories:
             add("t.category = ANY(%s::varchar[])", categories, facet="category")
         if filters.tech_stacks:
-            add("t.tech_stacks && %s::varchar[]", [v.lower() for v in filters.tech_stacks], facet="tech_stacks")
+            add("t.tech_stacks && %s::varchar[]", spelled(filters.tech_stacks), facet="tech_stacks")
         if filters.project_types:
-            add("t.project_types && %s::varchar[]", [v.lower() for v in filters.project_types], facet="project_types")
+            add("t.project_types && %s::varchar[]", spelled(filters.project_types), facet="project_types")
         if filters.tags:
-            add("t.tags && %s::varchar[]", [v.lower() for v in filters.tags], facet="tags")
+            add("t.tags && %s::varchar[]", spelled(filters.tags), facet="tags")
         if filters.since:
             add("t.updated_at >= %s", filters.since)
         if filters.until:
@@ -92,7 +98,7 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             parts.append("t.current_version_id IS NULL")
             masks.append((value_bits("current", "yes"),))
         if filters.categories:
-            add("t.categories && %s::varchar[]", [v.lower() for v in filters.categories], facet="categories")
+            add("t.categories && %s::varchar[]", spelled(filters.categories), facet="categories")
         if filters.min_importance is not None:
             add("t.importance >= %s", filters.min_importance)
         if filters.people:
@@ -134,7 +140,7 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
                 values += [whole_word, name_in_text_pattern(name)]
             add("(" + sql.format(" OR ".join(in_people)) + ")", *values)
         if filters.emotions:
-            add("t.emotions && %s::varchar[]", [v.lower() for v in filters.emotions], facet="emotions")
+            add("t.emotions && %s::varchar[]", spelled(filters.emotions), facet="emotions")
         if filters.since:
             add("coalesce(t.occurred_at, t.created_at) >= %s", filters.since)
         if filters.until:

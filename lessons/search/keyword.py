@@ -100,6 +100,7 @@ from django.conf import settings
 from django.db import connection
 
 from lessons.search.signature import signature_sql
+from lessons.search.spellings import stored_spellings_sql
 
 TABLES = {"lessons": ("l", "lessons_lesson"), "memories": ("m", "lessons_memory")}
 DEFAULT_BM25 = {"K1": 1.2, "B": 0.3, "FIELD_WEIGHTS": {"A": 1.5, "B": 1.0, "C": 0.5, "D": 1.0}}
@@ -192,20 +193,36 @@ def keyword_plan(*, kind: str, team_id: int, query: str, limit: int) -> int | No
     otherwise that head size. One probe of the stored document frequencies. (Both plans in one
     statement behind one-time filters cost 3 ms of planning on every search: more than the choice
     saves on a small team.)"""
+    return keyword_probe(kind=kind, team_id=team_id, query=query, limit=limit).head
+
+
+@dataclass(frozen=True)
+class KeywordProbe:
+    head: int | None  # keyword_plan's answer
+    spellings: list[tuple[str, str]]  # (term, a stored spelling of it): spellings.stored_spellings_sql
+
+
+def keyword_probe(*, kind: str, team_id: int, query: str, limit: int, spelling_terms=()) -> KeywordProbe:
+    """The plan, and in the same round trip the stored spellings of `spelling_terms` (a short
+    query's exact terms: "nextjs" is also the tech stack written "next.js")."""
     kind_code, _ = TABLES[kind]
     head = head_size(limit)
+    spellings_sql, spellings_params = "NULL::text[]", []
+    if spelling_terms:
+        spellings_sql, spellings_params = stored_spellings_sql(kind_code=kind_code, team_id=team_id,
+                                                               terms=spelling_terms)
     sql = f"""
         WITH {QUERY_TERMS_SQL}, df AS (
             SELECT d.lexeme, sum(d.df) AS df FROM lessons_keyword_df AS d
              WHERE d.kind = %s AND d.team_id = %s AND d.lexeme IN (SELECT lexeme FROM terms)
              GROUP BY d.lexeme
         )
-        SELECT coalesce(sum(df), 0) <= %s * coalesce(sum(least(df, {head})), 0) FROM df
+        SELECT coalesce(sum(df), 0) <= %s * coalesce(sum(least(df, {head})), 0), ({spellings_sql}) FROM df
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, [query, query, kind_code, team_id, scan_ratio()])
-        scan = cursor.fetchone()[0]
-    return None if scan else head
+        cursor.execute(sql, [query, query, kind_code, team_id, scan_ratio(), *spellings_params])
+        scan, spellings = cursor.fetchone()
+    return KeywordProbe(head=None if scan else head, spellings=[(term, lexeme) for term, lexeme in spellings or []])
 
 
 def keyword_leg_sql(

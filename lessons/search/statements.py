@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 from django.db import connection
 
 from lessons.search.exact import exact_leg_sql, exact_session_sql
-from lessons.search.keyword import exact_fallback, keyword_leg_sql, keyword_plan, keyword_session_sql
+from lessons.search.keyword import exact_fallback, keyword_leg_sql, keyword_probe, keyword_session_sql
 from lessons.search.kinds import TIMESTAMPS, SearchKind
 from lessons.search.semantic import feedback_vector_sql, semantic_leg_sql, session_settings_sql
+from lessons.search.spellings import with_spellings
 
 LEG_NAMES = {"sem_p": "semantic", "sem_c": "contextual_semantic", "kw_p": "keyword", "ex": "exact"}
 KEYWORD_SIGNALS = ("bm25_p", "bm25_max", "terms_p", "coverage_p", "in_kw_p", "in_ex")
@@ -69,13 +70,16 @@ def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_t
     them (text mode, no model). Returns the rows and each leg's count.
 
     The BM25 leg scores every posting of the query's terms when they are few next to their heads,
-    else reads each term's best postings (`keyword_plan`, one probe first; keyword.py). When the
+    else reads each term's best postings (`keyword_probe`, one probe first; keyword.py). When the
     heads cannot prove their answer is BM25's top k, the counts say so (`keyword_unproved`), and
     with SEARCH_KEYWORD_EXACT_FALLBACK the statement runs again over every posting (`head=None`)."""
     kind = scope.kind
     ctes: list[tuple[str, str, list]] = []
     if head == 0 and keyword_query.strip():
-        head = keyword_plan(kind=kind.name, team_id=team_id, query=keyword_query, limit=limit)
+        # the plan, and the stored spellings of the exact terms ("nextjs" is also "next.js"): one probe
+        probe = keyword_probe(kind=kind.name, team_id=team_id, query=keyword_query, limit=limit,
+                              spelling_terms=exact_terms)
+        head, term_forms = probe.head, with_spellings(term_forms, probe.spellings)
     # Postings are skipped by signature only under a narrowing filter: the team's default status or
     # versions admit nearly every row, and the unfiltered leg stays as measured (keyword.py).
     leg = keyword_leg_sql(kind=kind.name, team_id=team_id, query=keyword_query, filter_sql=scope.filter_sql,

@@ -1,0 +1,61 @@
+"""The spellings a team stores a term in: "nextjs" is also the tech stack written "next.js",
+"reactnative" the tag "react-native". Terms compare as kinds.canonical reads them (lowercase,
+letters, digits, '+' and '#'); the stored spellings come from the keyword vocabulary
+(lessons_keyword_df), whose 'simple' lexemes carry every tag, tech stack and category as stored.
+Only words with punctuation between letters or digits can differ from their term, and only they
+are indexed (migration 0023), so a lookup is one probe of a small index.
+
+Before, `nextjs` (a query or a filter) missed every lesson whose tech stack said `next.js`, which
+`next.js` found, and the filter `tech_stacks: ["Next.js"]` missed the lessons saying `nextjs`.
+"""
+
+from collections.abc import Iterable
+
+from django.db import connection
+
+from lessons.search.kinds import canonical
+
+# kinds.canonical in SQL; the index's expression and predicate (migration 0023 writes them out).
+SPELLING_TERM = "regexp_replace(lexeme, '[^a-z0-9+#]', '', 'g')"
+SPELLING_INDEX_PREDICATE = "lexeme ~ '^[a-z0-9+#._-]+$' AND lexeme ~ '[a-z0-9][._-]+[a-z0-9]'"
+SPELLINGS_SQL = (f"SELECT {SPELLING_TERM} AS term, lexeme FROM lessons_keyword_df"
+                 f" WHERE kind = %s AND team_id = %s AND {SPELLING_INDEX_PREDICATE} AND {SPELLING_TERM} = ANY(%s)"
+                 " GROUP BY lexeme HAVING sum(df) > 0")
+
+
+def stored_spellings_sql(*, kind_code: str, team_id: int, terms) -> tuple[str, list]:
+    """A scalar subquery, and its parameters: the pairs [term, stored spelling] of `terms`
+    (canonical) that the team stores spelled otherwise, as a text[][] (NULL when none). The
+    keyword leg's plan probe reads it in its round trip (keyword.keyword_probe)."""
+    return (f"SELECT array_agg(ARRAY[s.term, s.lexeme] ORDER BY s.lexeme) FROM ({SPELLINGS_SQL}) AS s",
+            [kind_code, team_id, sorted({term for term in terms if term})])
+
+
+def with_spellings(forms: dict[str, list[str]], found: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """A query's term forms (scoring.query_term_forms) with the stored spellings `found` of its
+    terms: the exact-term leg looks for them all."""
+    if not found:
+        return forms
+    widened = {term: set(spellings) for term, spellings in forms.items()}
+    for term, lexeme in found:
+        widened.setdefault(term, {term}).add(lexeme)
+    return {term: sorted(spellings) for term, spellings in widened.items()}
+
+
+def filter_values(*, kind_code: str, team_id: int, values: Iterable[str]) -> list[str]:
+    """A filter's allowed values (lowercase, as stored) with every spelling of the same term the
+    team stores: ["next.js"] -> ["next.js", "nextjs"] when some lesson says `nextjs`. The values
+    as given come first, in order; the filter still tests equality, so signatures still apply.
+    One index probe, made only for a search filtering on such a value."""
+    given = list(dict.fromkeys(value.lower() for value in values))
+    spelled = dict.fromkeys(given)
+    for value in given:
+        spelled.setdefault(canonical(value) or value, None)
+    terms = {canonical(value) for value in given} - {""}
+    if not terms:
+        return list(spelled)
+    with connection.cursor() as cursor:
+        cursor.execute(SPELLINGS_SQL, [kind_code, team_id, sorted(terms)])
+        for _, lexeme in cursor.fetchall():
+            spelled.setdefault(lexeme, None)
+    return list(spelled)
