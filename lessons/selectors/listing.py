@@ -9,11 +9,27 @@ from django.db.models import QuerySet
 from ninja import FilterSchema
 
 from lessons.models import Lesson, Memory, Team
+from lessons.search.kinds import SEARCH_KINDS
+from lessons.search.spellings import filter_values
+
+# The list filters over stored terms, as a search's filters read them: in every spelling the team
+# stores (`tech_stack=nextjs` also lists the lessons saying `next.js`).
+LESSON_TERM_FILTERS = ("tech_stack", "project_type", "tag")
+MEMORY_TERM_FILTERS = ("category", "emotion")
+
+
+def _spelled(filters: FilterSchema, names: tuple[str, ...], *, kind: str, team: Team) -> FilterSchema:
+    code = SEARCH_KINDS[kind].keyword_code
+    widened = {name: filter_values(kind_code=code, team_id=team.pk, values=getattr(filters, name))
+               for name in names if getattr(filters, name, None)}
+    return filters.model_copy(update=widened) if widened else filters
 
 
 def lesson_list(*, team: Team, filters: FilterSchema | None = None) -> QuerySet[Lesson]:
     lessons = Lesson.objects.filter(team=team).defer("embedding", "search_vector").order_by("-updated_at", "-id")
-    return filters.filter(lessons) if filters is not None else lessons
+    if filters is None:
+        return lessons
+    return _spelled(filters, LESSON_TERM_FILTERS, kind="lessons", team=team).filter(lessons)
 
 
 def lesson_get(*, team: Team, lesson_id: int) -> Lesson:
@@ -28,7 +44,9 @@ def memory_list(*, team: Team, filters: FilterSchema | None = None) -> QuerySet[
     memories = (
         Memory.objects.filter(team=team, current_version__isnull=True).defer("embedding", "search_vector").order_by("-updated_at", "-id")
     )
-    return filters.filter(memories) if filters is not None else memories
+    if filters is None:
+        return memories
+    return _spelled(filters, MEMORY_TERM_FILTERS, kind="memories", team=team).filter(memories)
 
 
 def memory_get(*, team: Team, memory_id: int) -> Memory:

@@ -134,6 +134,22 @@ def test_list_is_paginated_and_filtered(api, team):
     assert api.get("/lessons", {"text": "caching"}).json()["count"] == 1
 
 
+def test_a_list_filter_reads_a_term_in_every_spelling_the_team_stores(api, team, other_team):
+    # as a search's filters do: `tech_stack=nextjs` missed the lessons whose stack said `next.js`
+    LessonFactory(team=team, title="Cache headers", tech_stacks=["next.js"], tags=["react-native"])
+    LessonFactory(team=team, title="Image loader", tech_stacks=["nextjs"], tags=["reactnative"])
+    LessonFactory(team=team, title="Hooks rules", tech_stacks=["react"])
+    LessonFactory(team=other_team, title="Their lesson", tech_stacks=["vue.js"])
+    LessonFactory(team=team, title="Our Vue lesson", tech_stacks=["vuejs"])
+    for stack in ("nextjs", "Next.js", "NEXT.JS"):
+        listed = api.get("/lessons", {"tech_stack": stack}).json()["items"]
+        assert sorted(item["title"] for item in listed) == ["Cache headers", "Image loader"], stack
+    assert api.get("/lessons", {"tag": "react-native"}).json()["count"] == 2
+    assert [item["title"] for item in api.get("/lessons", {"tech_stack": "vue.js"}).json()["items"]] == [
+        "Our Vue lesson"]
+    assert api.get("/lessons", {"tech_stack": "react"}).json()["count"] == 1
+
+
 @pytest.mark.parametrize(
     "body, field",
     [

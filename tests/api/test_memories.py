@@ -57,6 +57,15 @@ def test_list_is_paginated_and_filtered(api, team):
     assert api.get("/memories", {"text": "bouldering"}).json()["count"] == 1
 
 
+def test_a_list_filter_reads_a_category_in_every_spelling_the_team_stores(api, team):
+    MemoryFactory(team=team, content="Long walk", categories=["self-care"], emotions=["calm"])
+    MemoryFactory(team=team, content="Early night", categories=["selfcare"])
+    MemoryFactory(team=team, content="Deadline", categories=["work"])
+    for category in ("selfcare", "self-care", "Self-Care"):
+        listed = api.get("/memories", {"category": category}).json()["items"]
+        assert sorted(m["content"] for m in listed) == ["Early night", "Long walk"], category
+
+
 @pytest.mark.parametrize(
     "body, field",
     [
