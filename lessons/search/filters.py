@@ -12,7 +12,7 @@ from django.conf import settings
 from lessons.models import Lesson, Memory
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.signature import value_bits
-from lessons.search.spellings import filter_values
+from lessons.search.spellings import spelled_values, stored_spellings
 from lessons.search.types import SearchFilters, SearchRequestError
 from lessons.text import clean_name, name_in_text_pattern, whole_word_pattern
 
@@ -61,9 +61,14 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
     params: list = [team_id]
     masks: list[tuple[int, ...]] = []
 
+    # the term filters' values in every spelling the team stores them in ("nextjs", "next.js")
+    term_filters = ((filters.tech_stacks, filters.project_types, filters.tags) if kind == "lessons"
+                    else (filters.categories, filters.emotions))
+    stored = stored_spellings(kind_code=SEARCH_KINDS[kind].keyword_code, team_id=team_id,
+                              values=[value for values in term_filters for value in values])
+
     def spelled(values) -> list[str]:
-        """The allowed values in every spelling the team stores them in ("nextjs", "next.js")."""
-        return filter_values(kind_code=SEARCH_KINDS[kind].keyword_code, team_id=team_id, values=values)
+        return spelled_values(values, stored)
 
     def add(sql: str, *values, facet: str | None = None) -> None:
         parts.append(sql)

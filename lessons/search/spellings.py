@@ -42,20 +42,30 @@ def with_spellings(forms: dict[str, list[str]], found: list[tuple[str, str]]) ->
     return {term: sorted(spellings) for term, spellings in widened.items()}
 
 
-def filter_values(*, kind_code: str, team_id: int, values: Iterable[str]) -> list[str]:
-    """A filter's allowed values (lowercase, as stored) with every spelling of the same term the
-    team stores: ["next.js"] -> ["next.js", "nextjs"] when some lesson says `nextjs`. The values
-    as given come first, in order; the filter still tests equality, so signatures still apply.
-    One index probe, made only for a search filtering on such a value."""
+def stored_spellings(*, kind_code: str, team_id: int, values: Iterable[str]) -> dict[str, set[str]]:
+    """term -> the spellings the team stores it in, for the terms of `values` (filter values as
+    given: "Next.js" is the term "nextjs"). One index probe for all of a request's filters; none
+    when it has no such value."""
+    terms = {canonical(value) for value in values} - {""}
+    if not terms:
+        return {}
+    stored: dict[str, set[str]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(SPELLINGS_SQL, [kind_code, team_id, sorted(terms)])
+        for term, lexeme in cursor.fetchall():
+            stored.setdefault(term, set()).add(lexeme)
+    return stored
+
+
+def spelled_values(values: Iterable[str], stored: dict[str, set[str]]) -> list[str]:
+    """A filter's allowed values (lowercase, as stored) with every spelling of the same term in
+    `stored` (stored_spellings): ["next.js"] -> ["next.js", "nextjs"] when some lesson says
+    `nextjs`. The values as given come first, in order; the filter still tests equality, so
+    signatures still apply."""
     given = list(dict.fromkeys(value.lower() for value in values))
     spelled = dict.fromkeys(given)
     for value in given:
         spelled.setdefault(canonical(value) or value, None)
-    terms = {canonical(value) for value in given} - {""}
-    if not terms:
-        return list(spelled)
-    with connection.cursor() as cursor:
-        cursor.execute(SPELLINGS_SQL, [kind_code, team_id, sorted(terms)])
-        for _, lexeme in cursor.fetchall():
-            spelled.setdefault(lexeme, None)
+    for value in given:
+        spelled.update(dict.fromkeys(sorted(stored.get(canonical(value), ()))))
     return list(spelled)

@@ -10,7 +10,7 @@ from ninja import FilterSchema
 
 from lessons.models import Lesson, Memory, Team
 from lessons.search.kinds import SEARCH_KINDS
-from lessons.search.spellings import filter_values
+from lessons.search.spellings import spelled_values, stored_spellings
 
 # The list filters over stored terms, as a search's filters read them: in every spelling the team
 # stores (`tech_stack=nextjs` also lists the lessons saying `next.js`).
@@ -19,10 +19,12 @@ MEMORY_TERM_FILTERS = ("category", "emotion")
 
 
 def _spelled(filters: FilterSchema, names: tuple[str, ...], *, kind: str, team: Team) -> FilterSchema:
-    code = SEARCH_KINDS[kind].keyword_code
-    widened = {name: filter_values(kind_code=code, team_id=team.pk, values=getattr(filters, name))
-               for name in names if getattr(filters, name, None)}
-    return filters.model_copy(update=widened) if widened else filters
+    given = {name: getattr(filters, name) for name in names if getattr(filters, name, None)}
+    if not given:
+        return filters
+    stored = stored_spellings(kind_code=SEARCH_KINDS[kind].keyword_code, team_id=team.pk,
+                              values=[value for values in given.values() for value in values])
+    return filters.model_copy(update={name: spelled_values(values, stored) for name, values in given.items()})
 
 
 def lesson_list(*, team: Team, filters: FilterSchema | None = None) -> QuerySet[Lesson]:
