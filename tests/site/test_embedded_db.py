@@ -124,3 +124,22 @@ def test_a_size_the_server_cannot_start_with_is_refused_and_the_previous_one_kep
                               f" with shared_buffers = {too_much}")
     assert running == "running: 160MB"
     assert "shared_buffers = '160MB'" in (tmp_path / "pg" / "postgresql.auto.conf").read_text()
+
+
+def test_the_system_user_is_created_when_path_lacks_sbin():
+    """As root the server runs as a system user made with `useradd`, which lives in /usr/sbin: a
+    root shell without it on PATH (`env -i`, cron) failed on a fresh machine with a traceback."""
+    import pwd
+
+    name = f"mstest{os.getpid()}"
+    code = f"from memory_site.embedded_db import ensure_system_user; ensure_system_user({name!r})"
+    result = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/")})
+    try:
+        if os.geteuid() == 0:
+            assert result.returncode == 0, result.stderr
+            assert pwd.getpwnam(name).pw_name == name
+        else:  # only root may add users: the error says which user to create, in one line
+            assert "ImproperlyConfigured" in result.stderr and repr(name) in result.stderr
+    finally:
+        subprocess.run(["/usr/sbin/userdel", name], capture_output=True)
