@@ -41,13 +41,16 @@ class TermsField(forms.CharField):
         return terms
 
 
-def _weight_field(label):
+def _weight_field(label, *, setting):
+    # Three inputs share one visible caption, so each names itself: a screen reader read A's and
+    # B's alike ("semantic weight").
+    name = f"Setting {setting}: {label} weight"
     return forms.FloatField(
-        label=label,
+        label=name,
         required=False,
         min_value=0.0,
         max_value=1.0,
-        widget=forms.NumberInput(attrs={"step": "0.05", "title": f"{label} weight (blank: the default)"}),
+        widget=forms.NumberInput(attrs={"step": "0.05", "title": f"{name} (blank: the default)", "aria-label": name}),
     )
 
 
@@ -72,24 +75,26 @@ class PlaygroundForm(forms.Form):
     tags = TermsField(required=False)
     tech_stacks = TermsField(label="Tech stacks (filter)", required=False)
     min_importance = forms.IntegerField(label="Min. importance", required=False, min_value=1, max_value=10)
+    max_importance = forms.IntegerField(label="Max. importance", required=False, min_value=1, max_value=10)
     include_versions = forms.BooleanField(label="Earlier versions too", required=False)
+    only_versions = forms.BooleanField(label="Earlier versions only", required=False)
     # Who is asking (scored, not filtered).
     tech_stack = TermsField(label="Caller's tech stack", required=False)
     project_type = forms.CharField(label="Caller's project type", required=False, max_length=MAX_TERM_CHARS)
     # Setting A.
     mode = forms.ChoiceField(choices=[(mode, mode) for mode in MODES], required=False)
     fusion = forms.ChoiceField(choices=[(fusion, fusion) for fusion in FUSIONS], required=False)
-    w_semantic = _weight_field("semantic")
-    w_keyword = _weight_field("keyword")
-    w_quality = _weight_field("quality")
+    w_semantic = _weight_field("semantic", setting="A")
+    w_keyword = _weight_field("keyword", setting="A")
+    w_quality = _weight_field("quality", setting="A")
     # Setting B: compared when b_mode is chosen.
     b_mode = forms.ChoiceField(
         label="Compare with", choices=[("", "nothing")] + [(mode, mode) for mode in MODES], required=False
     )
     b_fusion = forms.ChoiceField(choices=[(fusion, fusion) for fusion in FUSIONS], required=False)
-    b_w_semantic = _weight_field("semantic")
-    b_w_keyword = _weight_field("keyword")
-    b_w_quality = _weight_field("quality")
+    b_w_semantic = _weight_field("semantic", setting="B")
+    b_w_keyword = _weight_field("keyword", setting="B")
+    b_w_quality = _weight_field("quality", setting="B")
 
     DEFAULTS = {"kind": "lessons", "mode": "hybrid", "fusion": "weighted", "b_fusion": "weighted", "limit": 10}
 
@@ -132,7 +137,9 @@ class PlaygroundForm(forms.Form):
             tags=data["tags"],
             tech_stacks=data["tech_stacks"],
             min_importance=data["min_importance"],
-            include_versions=data["include_versions"],
+            max_importance=data["max_importance"],
+            include_versions=data["include_versions"] or data["only_versions"],
+            only_versions=data["only_versions"],
         )
         return SearchRequest(
             team=self.teams[data["team"]],

@@ -107,13 +107,32 @@ class EngineSearchChangeList(ChangeList):
     def get_queryset(self, request, exclude_parameters=None):
         queryset = super().get_queryset(request, exclude_parameters)
         self.engine_search = getattr(request, "_engine_search", None)
-        if self.engine_search is not None:
-            params = {"kind": self.engine_search.kind, "q": self.engine_search.query}
-            teams = self.engine_search.teams
-            if len(teams) == 1:
-                params["team"] = teams[0]
-            self.playground_url = reverse("admin:lessons_search_playground") + "?" + urlencode(params)
+        self.playground_url = None
+        if self.engine_search is not None and self.engine_search.error is None and len(self.engine_search.teams) == 1:
+            # the playground searches one team: a search across several has no "same query" there
+            params = playground_parameters(self.engine_search)
+            self.playground_url = reverse("admin:lessons_search_playground") + "?" + urlencode(params, doseq=True)
         return queryset
+
+
+def playground_parameters(found) -> dict:
+    """The list's search as the playground's query string: its team, query, page size and filters
+    (a link that kept only the query searched confirmed lessons, or every importance, and the
+    curator asking "why this order?" saw another list)."""
+    filters = found.filters
+    params = {"team": found.teams[0], "kind": found.kind, "q": found.query, "limit": found.limit}
+    if found.kind == "lessons":
+        params["status"] = list(filters.statuses)
+    if filters.categories:
+        params["category"] = ", ".join(filters.categories)
+    for name in ("min_importance", "max_importance"):
+        if getattr(filters, name) is not None:
+            params[name] = getattr(filters, name)
+    if filters.only_versions:
+        params["only_versions"] = "on"
+    elif filters.include_versions:
+        params["include_versions"] = "on"
+    return params
 
 
 class EngineSearchMixin:
@@ -149,8 +168,9 @@ class EngineSearchMixin:
                 limit=self.list_per_page,  # the best hits fit on one page
             )
             request._engine_search = found
-            if found.error is not None:
-                self.message_user(request, f"Search: {found.error.message}", messages.ERROR)
+            if found.error is not None:  # "Search refused, query: is 2001 characters long; ..."
+                refused = f"Search refused, {found.error.field}: {found.error.message}"
+                self.message_user(request, refused, messages.ERROR)
             elif found.degraded_reason:
                 self.message_user(
                     request, f"Searched by words only, the model is unavailable: {found.degraded_reason}", messages.WARNING
@@ -201,10 +221,14 @@ def lesson_search_filters(request) -> SearchFilters:
 
 
 def memory_search_filters(request) -> SearchFilters:
-    """The memory list's filters as the engine's; the exact importance is applied by the list."""
+    """The memory list's filters as the engine's. The importance chosen is exact, for the engine
+    too: as a minimum, the best 50 at that importance or above were then cut to those at it,
+    and memories at it ranked 51st or lower overall were missed."""
     importance = request.GET.get("importance__exact", "")
+    chosen = int(importance) if importance.isdigit() and 1 <= int(importance) <= 10 else None
     return SearchFilters(
-        min_importance=int(importance) if importance.isdigit() and 1 <= int(importance) <= 10 else None,
+        min_importance=chosen,
+        max_importance=chosen,
         # the list's version filter, searched as it lists: "Earlier versions" searches them alone (the
         # best 50 of current and earlier together, then filtered, left a handful and missed others)
         include_versions=request.GET.get("version_state") in ("earlier", "all"),

@@ -106,6 +106,8 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             add("t.categories && %s::varchar[]", spelled(filters.categories), facet="categories")
         if filters.min_importance is not None:
             add("t.importance >= %s", filters.min_importance)
+        if filters.max_importance is not None:
+            add("t.importance <= %s", filters.max_importance)
         if filters.people:
             # as names are stored (NFC: "Zoe" + a combining accent is Zoé), lowercased by PostgreSQL
             # on both sides ("İlker": Python says "i̇lker", PostgreSQL "ilker"); the postings'

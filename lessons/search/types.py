@@ -40,6 +40,7 @@ class SearchFilters:
     project_types: tuple[str, ...] = ()  # lessons: overlap
     tags: tuple[str, ...] = ()  # lessons: overlap
     min_importance: int | None = None  # memories
+    max_importance: int | None = None  # memories (the admin's exact importance is min = max)
     people: tuple[str, ...] = ()  # memories: overlap (case-insensitive)
     person_like: str | None = None  # memories: a name in people (trigram-tolerant) or in the text
     emotions: tuple[str, ...] = ()  # memories: overlap

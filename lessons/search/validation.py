@@ -90,10 +90,12 @@ def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
                 "statuses",
                 f"use one or more of: {', '.join(LessonStatus.values)}" + (f" (got {', '.join(bad)})" if bad else ""),
             )
-    if filters.min_importance is not None and not (
-        isinstance(filters.min_importance, int) and 1 <= filters.min_importance <= 10
-    ):
-        raise SearchRequestError("min_importance", f"must be a whole number from 1 to 10, got {filters.min_importance!r}")
+    for name in ("min_importance", "max_importance"):
+        value = getattr(filters, name)
+        if value is not None and not (isinstance(value, int) and 1 <= value <= 10):
+            raise SearchRequestError(name, f"must be a whole number from 1 to 10, got {value!r}")
+    if None not in (filters.min_importance, filters.max_importance) and filters.min_importance > filters.max_importance:
+        raise SearchRequestError("min_importance", "must not be above max_importance")
     if filters.since and filters.until and filters.since >= filters.until:
         raise SearchRequestError("since", "must be before until")
     return weights, None if floor is None else float(floor)

@@ -61,6 +61,7 @@ class AdminListSearch:
     took_ms: float = 0.0
     error: SearchRequestError | None = None
     limit: int = 0  # the most rows one search shows (one page of the list)
+    filters: SearchFilters = field(default_factory=SearchFilters)  # the list's, as the engine's
 
     @property
     def at_limit(self) -> bool:
@@ -82,7 +83,7 @@ def admin_list_search(
     nothing); those are not hits, so they are left out. A bad request (a query too long, ...) is
     returned in `error`, not raised, for the admin to show."""
     started = perf_counter()
-    result = AdminListSearch(query=query, kind=kind, limit=limit)
+    result = AdminListSearch(query=query, kind=kind, limit=limit, filters=filters)
     collected = []  # (exact-term tier, -score, order found, hit, team slug)
     for team in teams:
         request = SearchRequest(team=team, query=query, kind=kind, limit=limit, filters=filters, explain=True)

@@ -316,14 +316,14 @@ def test_a_memorys_pages_list_the_memories_merged_into_it(admin_client, team):
     from lessons.services.curation import memory_merge
 
     kept = memory_create(team=team, content="Tom plays bass", people=["Tom"])
-    other = memory_create(team=team, content="Tom is a bassist", people=["Lena"], emotions=["proud"])
+    other = memory_create(team=team, content="Tom is a bassist", people=["Lena", "Smith, John"], emotions=["proud"])
     memory_merge(keep=kept, merged=other)
     kept = memory_update(memory=kept, content="Tom plays bass in a trio")
     earlier = Memory.objects.get(current_version=kept)
     for shown in (kept, earlier):  # an earlier version's page shows its current memory's merges
         page = admin_client.get(reverse("admin:lessons_memory_change", args=[shown.pk])).content.decode()
         assert "Merged into this memory" in page and f'data-merged="{other.pk}"' in page
-        assert "Lena · proud" in page
+        assert "Lena; Smith, John · proud" in page  # two people, not three
     untouched = memory_create(team=team, content="Nothing merged here")
     assert "Merged into this memory" not in admin_client.get(
         reverse("admin:lessons_memory_change", args=[untouched.pk])).content.decode()

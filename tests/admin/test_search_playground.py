@@ -1,5 +1,7 @@
 """The search playground, /admin/lessons/search/ (lessons.admin.playground)."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -127,3 +129,10 @@ def test_the_quality_part_says_how_much_of_it_is_usage():
     assert parts["quality"].label == "quality (usage +0.25)"
     parts = {part.name: part for part in score_parts(explanation={**explanation, "usage": 0.0})}
     assert parts["quality"].label == "quality"
+
+
+def test_each_weight_input_names_its_setting_and_part(admin_client, demo_team):
+    page = admin_client.get(reverse("admin:lessons_search_playground")).content.decode()
+    labels = re.findall(r'<input[^>]*name="(?:b_)?w_\w+"[^>]*aria-label="([^"]+)"', page)
+    assert sorted(labels) == sorted(f"Setting {setting}: {part} weight" for setting in "AB"
+                                    for part in ("semantic", "keyword", "quality"))

@@ -31,10 +31,16 @@ def test_lesson_list_search_finds_lessons_by_meaning(admin_page, live_demo_team,
     assert re.search(r"the best 50 hits \(a search shows one page of its best; more rows may match.*\) in \d+ ms",
                      summary)
     screenshot("list-search-database-security")
-    # The summary's link opens the same query in the playground.
+    # The summary's link opens the same query in the playground, with the list's filters: the list
+    # searched every status, so the playground does too, a page of 50 in team demo.
     admin_page.get_by_role("link", name=re.compile("search playground")).click()
     admin_page.wait_for_selector(".playground-run")
     assert admin_page.input_value("#id_q") == "database security"
+    assert admin_page.input_value("#id_limit") == "50" and admin_page.input_value("#id_team") == "demo"
+    statuses = admin_page.locator("input[name=status]")
+    assert statuses.count() == 3 and all(statuses.nth(i).is_checked() for i in range(3))
+    assert admin_page.locator("#run-1 .hit").count() == 50
+    screenshot("playground-opened-from-the-list")
 
 
 def test_playground_shows_each_score_taken_apart_for_two_settings(admin_page, live_demo_team, screenshot):

@@ -488,6 +488,8 @@ def test_text_mode_does_not_embed(demo_team):
         ({"filters": SearchFilters(phase="party")}, "phase"),
         ({"filters": SearchFilters(statuses=("maybe",))}, "statuses"),
         ({"kind": "memories", "filters": SearchFilters(min_importance=11)}, "min_importance"),
+        ({"kind": "memories", "filters": SearchFilters(max_importance=0)}, "max_importance"),
+        ({"kind": "memories", "filters": SearchFilters(min_importance=6, max_importance=5)}, "min_importance"),
     ],
 )
 def test_bad_requests_name_the_field(team, options, field):

@@ -47,6 +47,8 @@ MEMORY_FILTERS = [
     (SearchFilters(include_versions=True), Q()),
     (SearchFilters(categories=("person",)), Q(current_version__isnull=True, categories__overlap=["person"])),
     (SearchFilters(min_importance=8), Q(current_version__isnull=True, importance__gte=8)),
+    (SearchFilters(min_importance=5, max_importance=5), Q(current_version__isnull=True, importance=5)),
+    (SearchFilters(max_importance=4), Q(current_version__isnull=True, importance__lte=4)),
     (SearchFilters(people=("maria",)), Q(current_version__isnull=True, people__overlap=["Maria"])),
     (SearchFilters(emotions=("panic",)), Q(current_version__isnull=True, emotions__overlap=["panic"])),
     (
@@ -114,7 +116,8 @@ def test_versions_only_when_asked(twin_teams):
 
 EVERY_LESSON_FILTER = SearchFilters(categories=("security",), tech_stacks=("django",), project_types=("saas",),
                                     tags=("rls",), since=NOW - timedelta(days=30), until=NOW)
-EVERY_MEMORY_FILTER = SearchFilters(categories=("person",), min_importance=5, people=("maria",), emotions=("joy",),
+EVERY_MEMORY_FILTER = SearchFilters(categories=("person",), min_importance=5, max_importance=9, people=("maria",),
+                                    emotions=("joy",),
                                     since=NOW - timedelta(days=30), until=NOW)
 
 
