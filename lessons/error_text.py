@@ -35,6 +35,13 @@ def unreadable_json(error: BaseException) -> str | None:
     return None
 
 
+def over_a_database_limit(error: BaseException) -> bool:
+    """A value past one of PostgreSQL's own limits (SQLSTATE class 54, "program limit exceeded": an
+    index entry over 2,704 bytes, ...). psycopg raises it as an OperationalError, but it is the
+    writer's to fix, like a DataError, not an outage; the models' checks should have caught it."""
+    return str(getattr(error.__cause__, "sqlstate", "") or "").startswith("54")
+
+
 def schema_behind(error: BaseException) -> bool:
     """A database error from a table, column or function the code has and the database lacks: the
     code runs before `migrate` did (a deploy's order, a restored backup). A function is an

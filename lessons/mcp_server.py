@@ -22,7 +22,7 @@ from mcp.shared.message import SessionMessage
 
 from lessons.api import errors
 from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME
-from lessons.error_text import one_line
+from lessons.error_text import one_line, over_a_database_limit
 from lessons.mcp_stdio import checked_lines
 from lessons.models import Team
 from lessons.search.types import SearchRequestError
@@ -136,6 +136,9 @@ def build_server(*, team: Team, api_key: str | None = None) -> Server:
                 body = errors.internal(error)
             return _error(body)
         except DatabaseError as error:
+            if over_a_database_limit(error):  # the API's 422 too
+                logger.error("a value past a database limit: %s", one_line(error))
+                return _error(errors.unstorable_value(error))
             logger.error("database unavailable: %s", one_line(error))
             return _error(errors.database_unavailable(error))
         except Exception as error:  # an agent gets a tool error, never a dead session; the log has the trace

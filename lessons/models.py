@@ -35,6 +35,14 @@ long_text_validator = MaxLengthValidator(MAX_TEXT_CHARS)
 LESSON_FILTER_COLUMNS = ["team", "status", "category", "tech_stacks", "project_types", "tags", "updated_at"]
 MEMORY_FILTER_COLUMNS = ["team", "current_version", "categories", "importance", "people", "emotions", "occurred_at",
                          "created_at"]
+# A btree entry holds at most 2,704 bytes, so the term lists those indexes carry have a budget: 50
+# tags of 64 characters (what the API allowed) failed the INSERT ("index row size 3504 exceeds
+# btree version 4 maximum 2704"), answered as an outage, and stopped an import halfway. Each term
+# also takes a header and padding (up to 7 bytes), the other columns about 100: 100 terms of
+# 1,500 bytes together stay under 2,200 whatever their lengths.
+MAX_TERMS_PER_FIELD = 50
+MAX_TERMS_PER_ROW = 100
+MAX_TERM_BYTES_PER_ROW = 1_500
 
 # Case is accepted here because the services lowercase these terms before saving. ASCII: without
 # it IGNORECASE lets [a-z] match letters that only fold to ASCII ("ſ", the Kelvin sign).
@@ -151,6 +159,30 @@ class Team(models.Model):
             )
 
 
+class TermBudgetMixin:
+    """Checks a row's term lists (`term_fields`) against the budget above, in clean(), so every
+    writer (API, MCP, imports, admin, merges) refuses an oversized row by the field's name."""
+
+    term_fields: tuple[str, ...] = ()
+
+    def clean(self):
+        super().clean()
+        lists = {name: [str(term) for term in getattr(self, name) or []] for name in self.term_fields}
+        too_many = {name: f"at most {MAX_TERMS_PER_FIELD} entries; got {len(terms)}"
+                    for name, terms in lists.items() if len(terms) > MAX_TERMS_PER_FIELD}
+        if too_many:
+            raise ValidationError(too_many)
+        sizes = {name: sum(len(term.encode()) for term in terms) for name, terms in lists.items()}
+        count, size = sum(len(terms) for terms in lists.values()), sum(sizes.values())
+        if count > MAX_TERMS_PER_ROW or size > MAX_TERM_BYTES_PER_ROW:
+            names = [name.replace("_", " ") for name in self.term_fields]
+            together = f"{', '.join(names[:-1])} and {names[-1]}"
+            raise ValidationError({max(sizes, key=sizes.get): (
+                f"{together} hold at most {MAX_TERMS_PER_ROW} entries and {MAX_TERM_BYTES_PER_ROW:,} bytes of "
+                f"text (UTF-8) together; this {self._meta.verbose_name} has {count} and {size:,}"
+            )})
+
+
 class EmbeddingStatus(models.TextChoices):
     FRESH = "fresh", "Fresh"
     STALE = "stale", "Stale"
@@ -212,7 +244,7 @@ class LessonStatus(models.TextChoices):
     REJECTED = "rejected"
 
 
-class Lesson(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
+class Lesson(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="lessons")
     external_id = models.CharField(max_length=200, null=True, blank=True)
     title = models.CharField(max_length=300)
@@ -284,6 +316,8 @@ class Lesson(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
             ),
         ]
 
+    term_fields = ("tags", "tech_stacks", "project_types")
+
     def external_id_peers(self):
         return Lesson.objects.all()
 
@@ -291,7 +325,7 @@ class Lesson(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
         return self.title
 
 
-class Memory(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
+class Memory(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
     """A personal memory. The row with `current_version` NULL is the memory as it stands now; each
     earlier text is kept as a row of its own pointing at it (with its own embedding), so that a
     search can look across versions."""
@@ -363,6 +397,8 @@ class Memory(UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
                 opclasses=["vector_cosine_ops"],
             ),
         ]
+
+    term_fields = ("people", "categories", "emotions")
 
     def external_id_peers(self):
         # Earlier versions keep the external_id they had; only current memories must differ.

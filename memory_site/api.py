@@ -24,7 +24,7 @@ from lessons.api.lessons import router as lessons_router
 from lessons.api.memories import router as memories_router
 from lessons.api.search import router as search_router
 from lessons.api.tools import router as tools_router
-from lessons.error_text import one_line
+from lessons.error_text import one_line, over_a_database_limit
 from lessons.search.types import SearchRequestError
 
 logger = logging.getLogger("lessons.api")
@@ -132,6 +132,9 @@ def conflict(request, exc: IntegrityError):
 @api.exception_handler(OperationalError)
 @api.exception_handler(InterfaceError)
 def database_down(request, exc: DatabaseError):
+    if over_a_database_limit(exc):
+        logger.error("a value past a database limit: %s", one_line(exc))
+        return _answer(request, errors.unstorable_value(exc), 422)
     logger.error("database unavailable: %s", one_line(exc))
     return _answer(request, errors.database_unavailable(exc), 503)
 

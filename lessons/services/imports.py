@@ -27,10 +27,10 @@ from datetime import datetime, timedelta, timezone
 from itertools import pairwise
 
 from django.core.exceptions import ValidationError
-from django.db import DataError, IntegrityError, transaction
+from django.db import DataError, IntegrityError, OperationalError, transaction
 from django.utils.dateparse import parse_datetime
 
-from lessons.error_text import first_line, json_type, unreadable_json
+from lessons.error_text import first_line, json_type, over_a_database_limit, unreadable_json
 from lessons.models import MAX_TEXT_CHARS, Lesson, LessonMerge, Memory, MemoryMerge, Team, validate_storable_moment
 from lessons.services import lessons as lesson_services
 from lessons.services.common import normalise_text
@@ -552,7 +552,10 @@ def _import_each_line(report: ImportReport, *, lines: Iterable[str | bytes], tea
         except (LineError, ValidationError, TypeError, ValueError) as error:
             report.errors.append((number, _describe(error)))
             continue
-        except DataError as error:  # the backstop: the readers refuse what they know the database refuses
+        except (DataError, OperationalError) as error:
+            # the backstop: the readers refuse what they know the database refuses
+            if not isinstance(error, DataError) and not over_a_database_limit(error):
+                raise  # an outage, not this line's fault
             report.errors.append((number, f"a value the database cannot store ({first_line(error)})"))
             continue
         if external_id:
