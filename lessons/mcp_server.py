@@ -172,7 +172,7 @@ class _Unanswered:
     def read(self, line: str) -> None:
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         if not isinstance(message, dict) or "method" not in message:
             return

@@ -12,6 +12,7 @@ the server until the next line came; a pipe or terminal is read here when the ev
 is readable, so Ctrl-C cancels the read at once.
 """
 
+import errno
 import json
 import os
 import stat
@@ -33,7 +34,13 @@ async def _chunks(fd: int) -> AsyncIterator[bytes]:
     pollable = stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
     while True:
         if pollable:
-            await anyio.wait_readable(fd)
+            try:
+                await anyio.wait_readable(fd)
+            except OSError as error:
+                if error.errno != errno.EPERM:
+                    raise
+                pollable = False  # a device epoll refuses (`< /dev/null`): read on a thread too
+                continue
             chunk = os.read(fd, CHUNK)
         else:
             chunk = await anyio.to_thread.run_sync(os.read, fd, CHUNK)
@@ -61,14 +68,19 @@ def unreadable_line_error(line: str) -> types.JSONRPCError | None:
     try:
         message = json.loads(line)
     except ValueError as error:
-        return types.JSONRPCError(
-            jsonrpc="2.0", id=None,
-            error=types.ErrorData(code=types.PARSE_ERROR, message=f"not a JSON line: {error}"),
-        )
+        return _parse_error(f"not a JSON line: {error}")
+    except RecursionError:  # ~1,000 nested arrays in 2 kB: the decoder's stack, and the server, gave out
+        return _parse_error("not a JSON line this server reads: nested too deeply")
     request_id = message.get("id") if isinstance(message, dict) else None
     if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
         request_id = None
-    field = _lone_surrogate_path(message)
+    try:
+        field = _lone_surrogate_path(message)
+    except RecursionError:
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=request_id,
+            error=types.ErrorData(code=types.INVALID_REQUEST, message="nested too deeply; nothing was done"),
+        )
     if field is not None:
         return types.JSONRPCError(
             jsonrpc="2.0", id=request_id,
@@ -92,6 +104,10 @@ def unreadable_line_error(line: str) -> types.JSONRPCError | None:
             error=types.ErrorData(code=types.INVALID_PARAMS, message=f"{fault}; nothing was done"),
         )
     return None
+
+
+def _parse_error(message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message=message))
 
 
 def _tool_call_fault(message) -> str | None:
@@ -127,7 +143,14 @@ async def checked_lines(fd: int, answer: Callable[[types.JSONRPCError], Awaitabl
 
 async def _readable(raw: bytes, answer) -> str | None:
     """The line, or None when it is blank or was answered here."""
-    line = raw.decode("utf-8", errors="replace").strip()
+    try:
+        line = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as error:
+        # decoded with replacement characters, the line was stored as "caf\ufffd": refused, as the
+        # imports refuse it
+        await answer(_parse_error(f"not UTF-8 text ({error.reason} at byte {error.start + 1} of the line); "
+                                  "nothing was done"))
+        return None
     if not line:
         return None
     error = unreadable_line_error(line)

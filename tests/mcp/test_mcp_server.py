@@ -455,6 +455,50 @@ def test_a_tool_call_without_a_name_or_with_arguments_not_an_object_names_the_fa
         assert unreadable_line_error(json.dumps({**request, "params": readable})) is None
 
 
+def test_a_line_nested_too_deeply_is_answered_and_the_session_goes_on(team):
+    """~1,200 nested arrays (2.4 kB) ran the JSON decoder out of stack: a RecursionError ended the
+    server, and every later request went unanswered."""
+    deep = lambda depth: json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",  # noqa: E731
+                                     "params": {"name": "store_memory", "arguments": {"content": None}}}
+                                    ).replace("null", "[" * depth + "]" * depth)
+    too_deep = unreadable_line_error(deep(1_200))
+    assert (too_deep.id, too_deep.error.code) == (None, -32700) and "nested too deeply" in too_deep.error.message
+    for depth in (300, 900, 990):  # near the decoder's limit (the caller's stack counts): an answer, never a raise
+        assert unreadable_line_error(deep(depth)).error.code in (-32700, -32600, -32602)
+    server = _start_server(team)
+    try:
+        _send(server, INITIALIZE)
+        assert json.loads(server.stdout.readline())["id"] == 1
+        _send(server, deep(1_200))
+        server.stdin.flush()
+        server.stdin.buffer.write(b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": '
+                                  b'"store_memory", "arguments": {"content": "caf\xe9"}}}\n')
+        server.stdin.buffer.flush()
+        _send(server, {"jsonrpc": "2.0", "id": 8, "method": "ping"})
+        answers = [json.loads(server.stdout.readline()) for _ in range(3)]
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+        server.stdout.close()
+        server.stderr.close()
+    assert answers[0]["error"]["code"] == -32700 and "nested too deeply" in answers[0]["error"]["message"]
+    # a byte that is not UTF-8 is refused, as the imports refuse it; it was stored as "caf\ufffd"
+    assert answers[1]["error"]["code"] == -32700 and answers[1]["error"]["message"].startswith("not UTF-8 text")
+    assert answers[2] == {"jsonrpc": "2.0", "id": 8, "result": {}}
+    assert server.returncode == 0 and not Memory.objects.filter(team=team).exists()
+
+
+def test_stdin_from_dev_null_ends_the_server_quietly(team):
+    """epoll refuses /dev/null (EPERM): `manage.py mcp < /dev/null` ended in a traceback."""
+    with open(os.devnull) as nothing:
+        finished = subprocess.run(
+            [sys.executable, "manage.py", "mcp", "--team", team.slug], cwd=PROJECT_ROOT, stdin=nothing,
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "DATABASE_URL": _test_database_url(), "DJANGO_DEBUG": "1", "EMBEDDING_WARM_UP": "0"},
+        )
+    assert finished.returncode == 0 and "Traceback" not in finished.stderr, finished.stderr
+
+
 def test_requests_piped_in_are_all_answered_before_the_server_stops(team):
     """`printf '...' | manage.py mcp`: the SDK ended the session as soon as stdin ended and
     cancelled the calls still running, so the last requests (a tools/list) went unanswered."""
