@@ -182,3 +182,23 @@ def test_an_early_load_hands_its_error_to_the_next_load(backend, tmp_path):
     onnx_queries.load_encoder_early(model_dir=backend.model_dir, path=missing, threads=1)
     with pytest.raises(OnnxGraphError, match="export_onnx"):
         load_encoder(model_dir=backend.model_dir, path=missing, threads=1)
+
+
+def test_a_process_ending_during_an_early_load_waits_for_it(tmp_path):
+    """`manage.py search --help` ended while ONNX Runtime's C++ was still loading on the early thread
+    and could abort at exit (status 134). The exit now waits for the load: here a load that takes
+    a second still finishes, and the process exits 0."""
+    finished = tmp_path / "finished"
+    code = (
+        "import time\n"
+        "from pathlib import Path\n"
+        "from lessons.embedding import onnx_queries\n"
+        "def slow(**kwargs):\n"
+        "    time.sleep(1)\n"
+        f"    Path({str(finished)!r}).write_text('loaded')\n"
+        "onnx_queries._load_encoder = slow\n"
+        "onnx_queries.load_encoder_early(model_dir=Path('m'), path=Path('g.onnx'), threads=1)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert finished.read_text() == "loaded"
