@@ -51,3 +51,20 @@ def test_force_on_a_symbolic_link_replaces_the_file_it_names_and_keeps_the_link(
     assert link.is_symlink() and "Kept behind the link" in real.read_text()
     with pytest.raises(CommandError, match="the file exists"):  # without --force the file it names is kept
         call_command("export_lessons", str(link), team="paths")
+
+
+def test_a_named_pipe_is_written_into_not_replaced(tmp_path):
+    """Renamed over, a named pipe became a regular file its reader never saw (it hung on 0 bytes)."""
+    import os
+    import threading
+
+    LessonFactory(team=TeamFactory(slug="paths"), title="Through the pipe")
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_text()), daemon=True)
+    reader.start()
+    call_command("export_lessons", str(pipe), team="paths", stdout=io.StringIO())  # no --force: nothing replaced
+    reader.join(timeout=30)
+    assert pipe.is_fifo() and "Through the pipe" in received[0]
+

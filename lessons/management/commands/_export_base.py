@@ -2,7 +2,9 @@
 the format the matching import reads, to a file or (PATH `-`) to stdout.
 
 A file is written whole or not at all: the lines go to a temporary file beside PATH, renamed
-over it once complete, so Ctrl-C or an error never leaves half a file under PATH. Everything is
+over it once complete, so Ctrl-C or an error never leaves half a file under PATH. A PATH that is
+a pipe or a device (`>(gzip > backup.gz)`, `/dev/stdout`) is written into: renamed over, a named
+pipe became a regular file its reader never saw (and `/dev/full`, as root, a file in /dev). Everything is
 read in one REPEATABLE READ transaction: an edit made during the export is in the file whole or
 not at all (never half of a memory's versions).
 """
@@ -90,6 +92,8 @@ class JsonLinesExportCommand(BaseCommand):
         return count
 
     def _write_file(self, target: Path, rows: Iterator[dict]) -> int:
+        if _is_stream(target):
+            return self._write_stream(target, rows)
         # Created readable by its owner only (mkstemp): an export holds a team's memories.
         try:
             descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
@@ -109,8 +113,25 @@ class JsonLinesExportCommand(BaseCommand):
         return count
 
 
+    def _write_stream(self, target: Path, rows: Iterator[dict]) -> int:
+        try:
+            with open(target, "w", encoding="utf-8", newline="\n") as out:
+                return self._write_lines(out.write, rows)
+        except BrokenPipeError:
+            raise  # the reader went away, as with stdout
+        except OSError as error:  # /dev/full: "No space left on device"
+            raise CommandError(f"cannot write {target}: {error.strerror or error}") from error
+
+
+def _is_stream(path: Path) -> bool:
+    """A pipe, socket or device: something to write into, never to replace (links followed)."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
 def _checked_target(path: str, *, force: bool) -> Path:
     """Checked before anything is read, so a typo fails at once."""
+    if _is_stream(Path(path)):
+        return Path(path)  # opened as given: /dev/fd/63's link names no path (`pipe:[...]`)
     # A symbolic link (a "latest backup" link) is followed: the file it names is replaced, the link
     # stays (the rename replaced the link itself with a regular file).
     target = Path(path).resolve() if Path(path).is_symlink() else Path(path)
