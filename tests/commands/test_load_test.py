@@ -45,3 +45,19 @@ def test_bounds(live_server):
         call_command("load_test", url=live_server.url, clients=0, seconds=1)
     with pytest.raises(CommandError, match="--seconds"):
         call_command("load_test", url=live_server.url, clients=1, seconds=601)
+
+
+@pytest.mark.parametrize("option, value", [("timeout", -1), ("timeout", 0), ("max_requests", 0),
+                                           ("seed_lessons", -1)])
+def test_each_bound_is_checked_before_anything_is_sent_or_stored(live_server, option, value):
+    # --timeout -1 failed inside every client thread, and the run reported 0 requests and exited 0
+    with pytest.raises(CommandError, match=f"--{option.replace('_', '-')} must be"):
+        call_command("load_test", url=live_server.url, clients=1, seconds=1, **{option: value})
+    assert not ApiKey.objects.exists() and not Lesson.objects.exists()
+
+
+def test_the_model_off_while_seeding_is_one_line_naming_the_fix(live_server):
+    from django.test import override_settings
+
+    with override_settings(EMBEDDINGS_ENABLED=False), pytest.raises(CommandError, match="model is unavailable"):
+        call_command("load_test", url=live_server.url, clients=1, seconds=1, seed_lessons=2)

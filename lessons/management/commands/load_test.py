@@ -31,6 +31,7 @@ import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from lessons.embedding import EmbeddingUnavailable
 from lessons.management.commands._json_output import checked_json_path, write_json
 from lessons.management.commands.bench_search import QUERIES, TOPICS
 from lessons.models import Lesson
@@ -41,6 +42,7 @@ from lessons.services.teams import team_get_or_create
 
 MAX_CLIENTS = 200
 MAX_SECONDS = 600
+MAX_SEED_LESSONS = 100_000
 SERVER_START_TIMEOUT = 180
 
 
@@ -196,6 +198,14 @@ class Command(BaseCommand):
         json_path = checked_json_path(options["json_path"])
         if not 0 <= options["write_share"] <= 1:
             raise CommandError(f"--write-share must be between 0 and 1, not {options['write_share']}")
+        # each checked here: a --timeout of -1 failed inside every client thread and the run then
+        # reported 0 requests and exited 0, as did --max-requests 0
+        if not 0 < options["timeout"] <= MAX_SECONDS:
+            raise CommandError(f"--timeout must be more than 0 and at most {MAX_SECONDS}, not {options['timeout']}")
+        if options["max_requests"] < 1:
+            raise CommandError(f"--max-requests must be at least 1, not {options['max_requests']}")
+        if not 0 <= options["seed_lessons"] <= MAX_SEED_LESSONS:
+            raise CommandError(f"--seed-lessons must be between 0 and {MAX_SEED_LESSONS}, not {options['seed_lessons']}")
         if options["url"]:
             host, port = loopback_only(options["url"])  # before anything is sent or stored
 
@@ -222,6 +232,8 @@ class Command(BaseCommand):
         if json_path is not None:
             write_json(json_path, figures, stdout=self.stdout)
         read_back = figures["read_back"]
+        if not figures["requests"]:
+            raise CommandError("no request was answered: nothing was measured")
         if figures["errors"]["total"] or read_back["missing"] or read_back["differing"]:
             raise CommandError(
                 f"{figures['errors']['total']} request(s) failed; {read_back['missing']} acknowledged write(s) "
@@ -243,7 +255,11 @@ class Command(BaseCommand):
                     tags=[tag],
                     confidence=0.5 + (n % 5) / 10,
                 )
-        embedding_backfill(kind="lessons", team=team)
+        try:
+            embedding_backfill(kind="lessons", team=team)
+        except EmbeddingUnavailable as error:  # the lessons are stored; searches would run on words only
+            raise CommandError(f"the embedding model is unavailable, the seeded lessons are not embedded: {error}; "
+                               "turn the model on (EMBEDDINGS_ENABLED) or run backfill_embeddings") from error
 
     def _start_server(self, options):
         port = _free_port()
