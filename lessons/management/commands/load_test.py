@@ -205,7 +205,9 @@ class Command(BaseCommand):
         if options["max_requests"] < 1:
             raise CommandError(f"--max-requests must be at least 1, not {options['max_requests']}")
         if not 0 <= options["seed_lessons"] <= MAX_SEED_LESSONS:
-            raise CommandError(f"--seed-lessons must be between 0 and {MAX_SEED_LESSONS}, not {options['seed_lessons']}")
+            raise CommandError(
+                f"--seed-lessons must be between 0 and {MAX_SEED_LESSONS}, not {options['seed_lessons']}"
+            )
         if options["url"]:
             host, port = loopback_only(options["url"])  # before anything is sent or stored
 
