@@ -133,3 +133,13 @@ def test_counts_other_than_one_are_plural(db):
 def test_every_command_that_takes_a_team_suggests_the_slug_in_another_case(team, command, arguments):
     with pytest.raises(CommandError, match=r"^--team: no team with slug 'ACME'; did you mean 'acme'\?$"):
         call_command(command, *arguments, stdout=StringIO(), stderr=StringIO())
+
+
+def test_a_team_name_a_terminal_would_act_on_is_shown_escaped():
+    # a display name is anyone's text: its escape sequences were echoed to the operator's terminal
+    out = StringIO()
+    call_command("create_team", "inverse", name="\x1b[7mInverse\x1b[0m", stdout=out)
+    assert "\x1b" not in out.getvalue() and "\\x1b[7mInverse\\x1b[0m" in out.getvalue()
+    shown = StringIO()
+    call_command("delete_team", "inverse", dry_run=True, stdout=shown)
+    assert "\x1b" not in shown.getvalue() and "\\x1b[7mInverse" in shown.getvalue()

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from lessons.management.commands._terminal import printable
 from lessons.services.teams import SLUG_RULE, TeamError, team_create
 
 
@@ -18,4 +19,4 @@ class Command(BaseCommand):
             team = team_create(slug=slug, name=name)
         except TeamError as error:
             raise CommandError(str(error)) from error
-        self.stdout.write(f"Created team {team.slug!r} ({team.name}).")
+        self.stdout.write(f"Created team {team.slug!r} ({printable(team.name)}).")

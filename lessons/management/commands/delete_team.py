@@ -6,6 +6,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from lessons.management.commands._team_option import team_from_option
+from lessons.management.commands._terminal import printable
 from lessons.selectors.teams import team_contents
 from lessons.services.teams import team_delete
 
@@ -24,7 +25,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, slug, dry_run, yes, **options):
         team = team_from_option(slug, option="SLUG")
-        self.stdout.write(f"Team {team.slug!r} ({team.name}) holds {team_contents(team=team).summary()}.")
+        self.stdout.write(f"Team {team.slug!r} ({printable(team.name)}) holds {team_contents(team=team).summary()}.")
         if dry_run:
             self.stdout.write("Dry run: nothing deleted.")
             return
