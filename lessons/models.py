@@ -153,10 +153,10 @@ class Team(models.Model):
         # "acme" beside an old "Acme" would be two teams that every lookup tells apart by case alone
         twin = Team.objects.filter(slug__iexact=self.slug).exclude(pk=self.pk).values_list("slug", flat=True).first()
         if twin is not None and twin != self.slug:
-            raise ValidationError(
-                {"slug": f"team {twin!r} has this slug in other capitals; use {twin!r}, "
-                         f"or give that team the slug {twin.lower()!r} (the admin's team page)"}
-            )
+            # renaming the other team helps only when its own slug has capitals (made before 0014)
+            rename = "" if twin == twin.lower() else (
+                f", or give that team the slug {twin.lower()!r} (the admin's team page)")
+            raise ValidationError({"slug": f"team {twin!r} has this slug in other capitals; use {twin!r}{rename}"})
 
 
 class TermBudgetMixin:

@@ -107,6 +107,15 @@ def test_a_lowercase_twin_of_an_old_capitalised_team_is_refused(legacy_team):
     assert list(Team.objects.values_list("slug", flat=True)) == ["Acme"]
 
 
+def test_a_capitalised_twin_of_a_lowercase_team_is_told_to_use_it_and_nothing_more(db):
+    Team.objects.create(slug="acme", name="Acme")
+    with pytest.raises(TeamError) as error:
+        team_create(slug="Acme")
+    said = str(error.value)
+    # "or give that team the slug 'acme'": it has that slug already
+    assert "use 'acme'" in said and "give that team" not in said
+
+
 def test_an_old_capitalised_team_can_still_be_edited_but_not_given_a_new_capitalised_slug(legacy_team, admin_client):
     legacy_team.name = "Acme Corporation"
     legacy_team.full_clean()  # the slug is as stored: accepted
