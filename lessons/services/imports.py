@@ -572,7 +572,10 @@ def _broken_json(error: json.JSONDecodeError, raw_line: str) -> str:
     object never closed) is said so: the parser's position was past the line's end, "column 1"
     of a next line the file does not have."""
     line = raw_line.rstrip("\r\n")
-    if error.pos >= len(line) or error.msg.startswith("Unterminated string"):  # a string the line never closed
+    if error.msg.startswith("Unterminated string"):  # a string the line never closed: where it starts
+        return (f"broken JSON: the line ends before its JSON does (a string starting at column {error.colno} "
+                "is never closed; a file cut short?)")
+    if error.pos >= len(line):
         return f"broken JSON: the line ends before its JSON does ({error.msg}; a file cut short?)"
     return f"broken JSON: {error.msg} (column {error.colno})"
 

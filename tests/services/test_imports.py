@@ -236,7 +236,9 @@ def test_broken_json_says_where_or_that_the_line_ends_too_soon():
                                    '{"external_id": "m-3", "title": "cut in the mid'], team_slug="t", create_team=True)
     reasons = dict(report.errors)
     assert reasons[1].startswith("broken JSON: the line ends before its JSON does")
-    assert reasons[3].startswith("broken JSON: the line ends before its JSON does (Unterminated string")
+    # where the string that never closes starts (the parser's "Unterminated string starting at" lost it)
+    assert reasons[3] == ("broken JSON: the line ends before its JSON does (a string starting at column 33 is never "
+                          "closed; a file cut short?)")
     assert reasons[2] == "broken JSON: Expecting property name enclosed in double quotes (column 15)"
 
 
