@@ -102,6 +102,10 @@ class PlaygroundForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.teams = {team.slug: team for team in teams}
         self.fields["team"].choices = [(slug, slug) for slug in self.teams]
+        if self.is_bound and self.data.get("team") not in self.teams:
+            # The list showed the first team as chosen beside "nope is not one of the available
+            # choices", and Search then ran on that team: nothing is chosen until the curator picks.
+            self.fields["team"].choices = [("", "— choose a team —"), *self.fields["team"].choices]
         self.fields["kind"].choices = [(kind, kind) for kind in kinds]  # those this curator may view
         self.defaults = {**self.DEFAULTS, "kind": kinds[0]}
         for name in PARTS:

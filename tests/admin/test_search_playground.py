@@ -136,3 +136,11 @@ def test_each_weight_input_names_its_setting_and_part(admin_client, demo_team):
     labels = re.findall(r'<input[^>]*name="(?:b_)?w_\w+"[^>]*aria-label="([^"]+)"', page)
     assert sorted(labels) == sorted(f"Setting {setting}: {part} weight" for setting in "AB"
                                     for part in ("semantic", "keyword", "quality"))
+
+
+def test_an_unknown_team_leaves_the_team_list_unchosen(admin_client, demo_team):
+    page = admin_client.get(reverse("admin:lessons_search_playground"), {"team": "nope", "q": "x"}).content.decode()
+    assert "nope" in page and "is not one of the available choices" in page
+    select = re.search(r'<select name="team"[^>]*>(.*?)</select>', page, re.S).group(1)
+    # the first option, the one a browser shows when none is selected, chooses nothing
+    assert re.match(r'\s*<option value="">— choose a team —</option>', select) and "selected" not in select
