@@ -102,14 +102,18 @@ def dismiss_lesson_pair(request, payload: DismissIn):
 @router.post(
     "/lessons/{lesson_id}/merge",
     tags=["lessons"],
-    response={200: LessonMergeOut, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    response={200: LessonMergeOut, **PRECONDITION, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Merge lessons into this one",
+    description="Keeps this lesson and deletes `merge_ids`, in one transaction: frequency summed, the highest "
+    "confidence, tags / tech stacks / project types united, the text of `text_from`; each merged lesson is "
+    "recorded on the kept one. Ids of another team do not exist here (422). " + preconditions.DOCUMENTED,
 )
 @needs("lessons", "change", "delete")
-def merge_lessons(request, payload: LessonMergeIn, lesson_id: PathId = LessonId):
-    """Keeps this lesson and deletes `merge_ids`, in one transaction: frequency summed, the
-    highest confidence, tags / tech stacks / project types united, the text of `text_from`;
-    each merged lesson is recorded on the kept one. Ids of another team do not exist here (422)."""
+@preconditions.honours_if_match
+def merge_lessons(
+    request, response: HttpResponse, payload: LessonMergeIn, lesson_id: PathId = LessonId,
+    if_match: str | None = preconditions.if_match_header(),
+):
     team = request.auth.team
     keep = lesson_get(team=team, lesson_id=lesson_id)
     if keep.pk in payload.merge_ids:
@@ -123,9 +127,10 @@ def merge_lessons(request, payload: LessonMergeIn, lesson_id: PathId = LessonId)
         text_from = keep if payload.text_from == keep.pk else found.get(payload.text_from, Lesson(pk=payload.text_from))
     with _service_field_named("merge_ids"):
         kept = curation_services.lesson_merge(
-            keep=keep, merged=[found[pk] for pk in payload.merge_ids], text_from=text_from
+            keep=keep, merged=[found[pk] for pk in payload.merge_ids], text_from=text_from,
+            expected_updated_at=preconditions.expected_updated_at(if_match, row=keep),
         )
-    return {"lesson": kept, "merged_ids": payload.merge_ids}
+    return {"lesson": preconditions.with_etag(response, kept), "merged_ids": payload.merge_ids}
 
 
 @router.get(
@@ -158,13 +163,18 @@ def dismiss_memory_pair(request, payload: DismissIn):
 @router.post(
     "/memories/{memory_id}/merge",
     tags=["memories"],
-    response={200: MemoryMergeOut, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED},
+    response={200: MemoryMergeOut, **PRECONDITION, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     summary="Merge a memory into this one",
+    description="Keeps this memory's text and versions; adds the other's categories, people and emotions, the "
+    "higher importance, its date if this one has none; deletes the other with its versions. "
+    + preconditions.DOCUMENTED,
 )
 @needs("memories", "change", "delete")
-def merge_memories(request, payload: MemoryMergeIn, memory_id: PathId = MemoryId):
-    """Keeps this memory's text and versions; adds the other's categories, people and emotions,
-    the higher importance, its date if this one has none; deletes the other with its versions."""
+@preconditions.honours_if_match
+def merge_memories(
+    request, response: HttpResponse, payload: MemoryMergeIn, memory_id: PathId = MemoryId,
+    if_match: str | None = preconditions.if_match_header(),
+):
     team = request.auth.team
     keep = memory_get(team=team, memory_id=memory_id)
     try:
@@ -174,8 +184,10 @@ def merge_memories(request, payload: MemoryMergeIn, memory_id: PathId = MemoryId
     if merged.pk == keep.pk:
         raise ValidationError({"merge_id": f"memory {keep.pk} is the one kept; it cannot be merged into itself"})
     with _service_field_named("merge_id"):
-        kept = curation_services.memory_merge(keep=keep, merged=merged)
-    return {"memory": kept, "merged_id": payload.merge_id}
+        kept = curation_services.memory_merge(
+            keep=keep, merged=merged, expected_updated_at=preconditions.expected_updated_at(if_match, row=keep)
+        )
+    return {"memory": preconditions.with_etag(response, kept), "merged_id": payload.merge_id}
 
 
 @router.post(

@@ -74,12 +74,16 @@ def _snapshot(lesson: Lesson) -> dict:
 
 
 @transaction.atomic
-def lesson_merge(*, keep: Lesson, merged: list[Lesson], text_from: Lesson | None = None) -> Lesson:
+def lesson_merge(
+    *, keep: Lesson, merged: list[Lesson], text_from: Lesson | None = None,
+    expected_updated_at: datetime | Collection[datetime] | None = None,
+) -> Lesson:
     """Merge the lessons `merged` into `keep` (see the module's docstring) and return `keep`.
 
     Raises ValidationError (naming the field: `merged`, `text_from`) when `merged` is empty,
     contains `keep`, or holds a lesson of another team; when `text_from` is neither `keep` nor
-    one of `merged`; or when a lesson no longer exists. Nothing is changed then."""
+    one of `merged`; or when a lesson no longer exists; ChangedSinceRead when `keep` changed since
+    the writer read it (`expected_updated_at`, the API's If-Match). Nothing is changed then."""
     merged_ids = list(dict.fromkeys(lesson.pk for lesson in merged))
     if not merged_ids:
         raise ValidationError({"merged": "Name at least one lesson to merge into this one."})
@@ -97,6 +101,9 @@ def lesson_merge(*, keep: Lesson, merged: list[Lesson], text_from: Lesson | None
     }
     if keep.pk not in rows:  # deleted meanwhile: the kept lesson is gone, not a bad merge list
         raise Lesson.DoesNotExist(f"lesson {keep.pk} does not exist")
+    # a merge rewrites the kept lesson and deletes the others: from a stale read, it replaced an
+    # edit made since without a word
+    refuse_changed_since_read(row=rows[keep.pk], expected_updated_at=expected_updated_at)
     missing = [pk for pk in merged_ids if pk not in rows]
     if missing:
         raise ValidationError({"merged": f"Lesson(s) {', '.join(map(str, missing))} no longer exist."})
@@ -143,15 +150,19 @@ def lesson_merge(*, keep: Lesson, merged: list[Lesson], text_from: Lesson | None
 
 
 @transaction.atomic
-def memory_merge(*, keep: Memory, merged: Memory) -> Memory:
+def memory_merge(
+    *, keep: Memory, merged: Memory, expected_updated_at: datetime | Collection[datetime] | None = None
+) -> Memory:
     """Merge the current memory `merged` into the current memory `keep` (see the module's
     docstring). Raises ValidationError for the same memory twice, an earlier version, or a memory
-    of another team; nothing is changed then."""
+    of another team, ChangedSinceRead when `keep` changed since `expected_updated_at` (If-Match);
+    nothing is changed then."""
     if keep.pk == merged.pk:
         raise ValidationError({"merged": f"Memory {keep.pk} cannot be merged into itself."})
     rows = {memory.pk: memory for memory in Memory.objects.select_for_update().filter(pk__in=[keep.pk, merged.pk]).order_by("pk")}
     if keep.pk not in rows:
         raise Memory.DoesNotExist(f"memory {keep.pk} does not exist")
+    refuse_changed_since_read(row=rows[keep.pk], expected_updated_at=expected_updated_at)
     if merged.pk not in rows:
         raise ValidationError({"merged": f"Memory {merged.pk} no longer exists."})
     kept, other = rows[keep.pk], rows[merged.pk]

@@ -257,3 +257,31 @@ def test_two_patches_sent_at_once_with_the_same_tag_exactly_one_lands(team_key, 
         thread.join(20)
     assert sorted(answers) == [200, 412]
     assert Memory.objects.get(pk=memory.pk).people in (["Sam", "Maria"], ["Sam", "Tom"])
+
+
+def test_a_merge_from_a_stale_read_is_refused_and_deletes_nothing(api, team):
+    # a merge rewrites the kept row and deletes the others: it went ahead on a stale tag (even "stale")
+    kept = LessonFactory(team=team, title="Pin the base image")
+    other = LessonFactory(team=team, title="Pin base images by digest")
+    stale = api.get(f"/lessons/{kept.pk}")["ETag"]
+    assert api.patch(f"/lessons/{kept.pk}", {"title": "Pin the base image by digest"}).status_code == 200
+    for tag in (stale, '"stale"'):
+        response = api.post(f"/lessons/{kept.pk}/merge", {"merge_ids": [other.pk], "text_from": other.pk},
+                            **_if_match(tag))
+        assert response.status_code == 412 and response.json()["errors"][0]["field"] == "If-Match"
+    assert Lesson.objects.filter(pk=other.pk).exists()
+    assert Lesson.objects.get(pk=kept.pk).title == "Pin the base image by digest"
+    fresh = api.get(f"/lessons/{kept.pk}")["ETag"]
+    merged = api.post(f"/lessons/{kept.pk}/merge", {"merge_ids": [other.pk]}, **_if_match(fresh))
+    assert merged.status_code == 200 and merged["ETag"] == api.get(f"/lessons/{kept.pk}")["ETag"] != fresh
+
+    memory = memory_create(team=team, content="Climbing with Sam", people=["Sam"])
+    twin = memory_create(team=team, content="Went climbing with Sam", people=["Sam", "Maria"])
+    stale = api.get(f"/memories/{memory.pk}")["ETag"]
+    memory_update(memory=memory, content="Climbing with Sam at the new gym")
+    refused = api.post(f"/memories/{memory.pk}/merge", {"merge_id": twin.pk}, **_if_match(stale))
+    assert refused.status_code == 412 and Memory.objects.filter(pk=twin.pk).exists()
+    fresh = api.get(f"/memories/{memory.pk}")["ETag"]
+    merged = api.post(f"/memories/{memory.pk}/merge", {"merge_id": twin.pk}, **_if_match(fresh))
+    assert merged.status_code == 200 and merged.json()["memory"]["people"] == ["Sam", "Maria"]
+    assert merged["ETag"] == api.get(f"/memories/{memory.pk}")["ETag"]
