@@ -61,14 +61,14 @@ def propose_lesson(request, response: HttpResponse, payload: LessonProposeIn):
 @takes_query(RelevantLessonsQuery)
 @needs("lessons", "view")
 def relevant_lessons(request, params: Query[RelevantLessonsQuery]):
-    return operations.relevant_lessons(team=request.auth.team, payload=params)
+    return operations.relevant_lessons(team=request.auth.team, payload=params, source=operations.source_of(request))
 
 
 @router.get("/lessons/patterns", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 @takes_query(PatternsQuery)
 @needs("lessons", "view")
 def lesson_patterns(request, params: Query[PatternsQuery]):
-    return operations.lesson_patterns(team=request.auth.team, payload=params)
+    return operations.lesson_patterns(team=request.auth.team, payload=params, source=operations.source_of(request))
 
 
 @router.post("/lessons/session", response={200: SearchOut, **WITH_BODY, **INVALID, **AUTHENTICATED})

@@ -92,14 +92,14 @@ def events(request, params: Query[EventsQuery]):
 @takes_query(ByPersonQuery)
 @needs("memories", "view")
 def by_person(request, params: Query[ByPersonQuery]):
-    return operations.by_person(team=request.auth.team, payload=params)
+    return operations.by_person(team=request.auth.team, payload=params, source=operations.source_of(request))
 
 
 @router.get("/memories/by-emotion", response={200: SearchOut, **INVALID, **AUTHENTICATED})
 @takes_query(ByEmotionQuery)
 @needs("memories", "view")
 def by_emotion(request, params: Query[ByEmotionQuery]):
-    return operations.by_emotion(team=request.auth.team, payload=params)
+    return operations.by_emotion(team=request.auth.team, payload=params, source=operations.source_of(request))
 
 
 @router.post("/memories/search-versions", response={200: SearchOut, **WITH_BODY, **INVALID, **AUTHENTICATED})

@@ -20,6 +20,7 @@ class JsonApiErrorsMiddleware:
     def __call__(self, request):
         method = request.method
         head = method == "HEAD" and request.path.startswith(API_PREFIX)
+        request.head_only = head  # a HEAD must change nothing: searches are not recorded (operations.source_of)
         if head:
             request.method = "GET"
         response = self._answer(request, method)

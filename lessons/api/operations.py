@@ -56,9 +56,21 @@ from lessons.services import usage as usage_services
 from lessons.services.common import ChangedSinceRead
 
 
-def _recorded(*, team: Team, response, kind: str, operation: str, query: str, source: str) -> dict:
-    """The answer as JSON-ready data, with the `search_id` under which it was recorded."""
+def source_of(request) -> str | None:
+    """Where a read-only search request comes from, as recorded: None for a `HEAD`, which the API
+    answers by running the `GET` view (lessons.api.middleware). It must change nothing, and it
+    recorded a search and counted its hits as returned (which lowers their usage signal) for an
+    answer nobody saw."""
+    return None if getattr(request, "head_only", False) else "api"
+
+
+def _recorded(*, team: Team, response, kind: str, operation: str, query: str, source: str | None) -> dict:
+    """The answer as JSON-ready data, with the `search_id` under which it was recorded (None:
+    not recorded, for `source` None)."""
     answer = search_response_as_dict(response)
+    if source is None:
+        answer["search_id"] = None
+        return answer
     search_id = usage_services.search_record(
         team=team, kind=kind, operation=operation, query=query, mode=response.mode,
         result_ids=response.returned_ids(), source=source,
@@ -148,7 +160,7 @@ def propose_lesson(*, team: Team, payload: LessonProposeIn) -> Lesson:
     return lesson_services.lesson_propose(team=team, **payload.model_dump())
 
 
-def relevant_lessons(*, team: Team, payload: RelevantLessonsQuery, source: str = "api") -> dict:
+def relevant_lessons(*, team: Team, payload: RelevantLessonsQuery, source: str | None = "api") -> dict:
     return _recorded(
         team=team, kind="lessons", operation="relevant_lessons", query=_arguments(payload), source=source,
         response=lessons_relevant(
@@ -161,7 +173,7 @@ def relevant_lessons(*, team: Team, payload: RelevantLessonsQuery, source: str =
     )
 
 
-def lesson_patterns(*, team: Team, payload: PatternsQuery, source: str = "api") -> dict:
+def lesson_patterns(*, team: Team, payload: PatternsQuery, source: str | None = "api") -> dict:
     return _recorded(
         team=team, kind="lessons", operation="lesson_patterns", query=_arguments(payload), source=source,
         response=lessons_patterns_for_feature(
@@ -247,14 +259,14 @@ def events(*, team: Team, payload: EventsQuery):
     return memories_recent_events(team=team, days=payload.days, limit=payload.limit)
 
 
-def by_person(*, team: Team, payload: ByPersonQuery, source: str = "api") -> dict:
+def by_person(*, team: Team, payload: ByPersonQuery, source: str | None = "api") -> dict:
     return _recorded(
         team=team, kind="memories", operation="by_person", query=_arguments(payload), source=source,
         response=memories_by_person(team=team, name=payload.name, limit=payload.limit),
     )
 
 
-def by_emotion(*, team: Team, payload: ByEmotionQuery, source: str = "api") -> dict:
+def by_emotion(*, team: Team, payload: ByEmotionQuery, source: str | None = "api") -> dict:
     return _recorded(
         team=team, kind="memories", operation="by_emotion", query=_arguments(payload), source=source,
         response=memories_by_emotion(team=team, emotion=payload.emotion, limit=payload.limit),

@@ -220,3 +220,29 @@ def test_by_person_says_how_many_memories_name_them(api, team):
     assert [hit["id"] for hit in body["results"]] == [chess[2].pk, chess[1].pk]
     assert {hit["relevance"] for hit in body["results"]} == {"medium"}  # another spelling of the name
     assert "total" not in api.post("/search", {"query": "chess", "kind": "memories"}).json()
+
+
+@pytest.mark.parametrize("path, params", [
+    ("/lessons/relevant", {"tech_stack": "python"}),
+    ("/lessons/patterns", {"feature": "Authentication"}),
+    ("/memories/by-person", {"name": "Sam"}),
+    ("/memories/by-emotion", {"emotion": "joy"}),
+])
+def test_a_head_request_records_no_search_and_counts_nothing(api, team, path, params):
+    # Django answers HEAD by running the GET view: it recorded a search and counted every hit as
+    # returned (lowering its usage signal) for an answer nobody saw
+    from lessons.models import SearchRecord
+    from lessons.services.lessons import lesson_create
+    from lessons.services.memories import memory_create
+
+    lesson = lesson_create(team=team, title="Retry with exponential backoff", description="retries and sign-in",
+                           category="security")
+    memory = memory_create(team=team, content="A joyful day with Sam", people=["Sam"], emotions=["joy"])
+    head = api.client.head(f"/api/v1{path}", params)
+    assert head.status_code == 200, head.content
+    assert not SearchRecord.objects.exists()
+    lesson.refresh_from_db()
+    memory.refresh_from_db()
+    assert lesson.returned_count == memory.returned_count == 0
+    got = api.get(path, params)  # a GET still records, and its hits are counted
+    assert got.json()["search_id"] and SearchRecord.objects.count() == 1
