@@ -99,7 +99,9 @@ def body_too_large(request, exc: RequestDataTooBig):
 @api.exception_handler(AuthenticationError)
 def unauthenticated(request, exc: AuthenticationError):
     detail = "send a valid API key as 'Authorization: Bearer <key>' (it is missing, unknown or revoked)"
-    return _answer(request, errors.error_body(detail), 401)
+    answer = _answer(request, errors.error_body(detail), 401)
+    answer["WWW-Authenticate"] = 'Bearer realm="api"'  # HTTP: a 401 says which scheme it wants
+    return answer
 
 
 @api.exception_handler(errors.TeamChoiceError)

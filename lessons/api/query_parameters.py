@@ -29,7 +29,9 @@ def takes_query(*schemas):
         @functools.wraps(view)
         def checked(request, *args, **kwargs):
             unknown = sorted(set(request.GET) - allowed)
-            message = f"not a parameter of {request.path}; it takes {', '.join(taken)}"
+            # "it takes " and nothing after it, where an endpoint takes no parameter
+            takes = f"it takes {', '.join(taken)}" if taken else "it takes no query parameters"
+            message = f"not a parameter of {request.path}; {takes}"
             problems = [{"loc": ("query", name), "msg": message, "type": "extra_forbidden"} for name in unknown]
             for name in sorted((set(request.GET) & allowed) - repeatable):
                 if (times := len(request.GET.getlist(name))) > 1:

@@ -27,6 +27,7 @@ def test_missing_key_is_401(anonymous, method, path):
     response = _call(anonymous, method, path)
     assert response.status_code == 401
     assert "Authorization: Bearer" in response.json()["detail"]
+    assert response["WWW-Authenticate"] == 'Bearer realm="api"'  # HTTP asks a 401 to name its scheme
 
 
 @pytest.mark.parametrize("method, path", PROTECTED)

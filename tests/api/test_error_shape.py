@@ -192,6 +192,8 @@ def test_a_detail_endpoint_takes_no_query_parameters(api, team):
     lesson = LessonFactory(team=team)
     response = api.get(f"/lessons/{lesson.pk}", {"fields": "title"})
     assert response.status_code == 422 and response.json()["errors"][0]["field"] == "fields"
+    # the message said "it takes " and stopped
+    assert response.json()["errors"][0]["message"].endswith("; it takes no query parameters")
     assert api.get(f"/lessons/{lesson.pk}").status_code == 200
 
 
