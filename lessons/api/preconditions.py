@@ -99,6 +99,21 @@ def expected_updated_at(header: str | None, *, row: Lesson | Memory) -> list[dat
     return [moment for moment in moments if moment is not None]
 
 
+def _never_a_version(header: str, *, row: Lesson | Memory) -> str | None:
+    """Why no tag sent could name a version of `row`, or None when one does (the row changed since).
+    "The lesson was changed since the version you sent" was said of a row that had not changed
+    when the tag was weak, another row's, or not one of ours."""
+    tags = _entity_tags(header)
+    if any(not weak and _moment(opaque, row=row) is not None for weak, opaque in tags):
+        return None
+    noun = row._meta.verbose_name
+    if all(weak for weak, _ in tags):
+        return (f"every tag sent is weak (W/...), and If-Match compares strongly; send the {noun}'s ETag "
+                "as an answer gave it, without W/")
+    return (f"no tag sent names a version of {noun} {row.pk} (its tags look like "
+            f'"{_KIND_LETTERS[type(row)]}{row.pk}-<milliseconds>"); GET it for its ETag')
+
+
 def not_modified(request: HttpRequest, row: Lesson | Memory) -> HttpResponseNotModified | None:
     """The 304 for a read whose If-None-Match lists the row's current tag (weakly compared), else None."""
     header = request.headers.get("If-None-Match")
@@ -128,7 +143,9 @@ def honours_if_match(handler):
             return 400, errors.field_error(IF_MATCH, str(malformed))
         except ChangedSinceRead as changed:
             sent = request.headers.get(IF_MATCH, "")
-            message = errors.changed_since_read(row=changed.row, sent=sent[:200], again="GET it again")
+            message = _never_a_version(sent, row=changed.row) or errors.changed_since_read(
+                row=changed.row, sent=sent[:200], again="GET it again"
+            )
             return 412, errors.field_error(IF_MATCH, message)
 
     return checked

@@ -60,16 +60,24 @@ def test_the_current_tag_in_a_list_or_a_star_lets_the_write_through(api, team, h
     assert Memory.objects.get(pk=memory.pk).content == "New text"
 
 
-@pytest.mark.parametrize("header", ['"bogus"', 'W/"{current}"', '"m1-1"', '"l{id}-{ms}"'])
-def test_a_tag_that_is_not_the_current_one_is_412_and_nothing_is_written(api, team, header):
+@pytest.mark.parametrize("header, said", [
+    ('"bogus"', "no tag sent names a version of memory"),
+    ('W/"{current}"', "every tag sent is weak (W/...), and If-Match compares strongly"),
+    ('"m{other}-1"', "no tag sent names a version of memory"),  # another memory's
+    ('"l{id}-{ms}"', "no tag sent names a version of memory"),
+    ('"m{id}-99999999999999999999"', "no tag sent names a version of memory"),
+])
+def test_a_tag_that_is_not_the_current_one_is_412_and_nothing_is_written(api, team, header, said):
     memory = memory_create(team=team, content="Kept text")
     current = api.get(f"/memories/{memory.pk}")["ETag"]
     ms = current.strip('"').rsplit("-", 1)[1]
     # a weak tag never matches (If-Match compares strongly), nor a lesson's tag with the same id and moment
-    sent = header.format(current=current.strip('"'), id=memory.pk, ms=ms)
+    sent = header.format(current=current.strip('"'), id=memory.pk, ms=ms, other=memory.pk + 1)
     response = api.patch(f"/memories/{memory.pk}", {"content": "Lost?"}, **_if_match(sent))
     assert response.status_code == 412
     assert response.json()["errors"][0]["field"] == "If-Match"
+    # not "the memory was changed at ...": it was not
+    assert response.json()["errors"][0]["message"].startswith(said)
     stored = Memory.objects.get(pk=memory.pk)
     assert (stored.content, stored.version) == ("Kept text", 1)
 
