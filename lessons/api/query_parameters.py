@@ -1,8 +1,9 @@
-"""A GET endpoint's query string holds only the parameters it takes: a misspelt one (`limt=2`) was
+"""An endpoint's query string holds only the parameters it takes (a write's, none: its input is the
+JSON body; `PATCH /lessons/1?confidence=0.1` answered 200 and changed nothing): a misspelt one (`limt=2`) was
 ignored, and the endpoint answered with the default (15 lessons, a recency fallback) where the MCP
 tool refused the same argument by name. The query-string schemas cannot forbid extra keys
 themselves (a list's `limit` and `offset` belong to its pagination, `team` to the auth), so each
-GET endpoint names what it takes here.
+endpoint names what it takes here.
 
 A parameter that takes one value (`text`, `limit`, `external_id`...) given twice kept the last one
 without a word (`text=cache&text=redis` was `text=redis`): it is refused naming it. Parameters
@@ -30,7 +31,12 @@ def takes_query(*schemas):
         def checked(request, *args, **kwargs):
             unknown = sorted(set(request.GET) - allowed)
             # "it takes " and nothing after it, where an endpoint takes no parameter
-            takes = f"it takes {', '.join(taken)}" if taken else "it takes no query parameters"
+            if taken:
+                takes = f"it takes {', '.join(taken)}"
+            elif request.method in ("GET", "HEAD"):
+                takes = "it takes no query parameters"
+            else:  # an agent that put a field in the URL: it was ignored, and a PATCH changed nothing
+                takes = "it takes no query parameters; send the fields in the JSON body"
             message = f"not a parameter of {request.path}; {takes}"
             problems = [{"loc": ("query", name), "msg": message, "type": "extra_forbidden"} for name in unknown]
             for name in sorted((set(request.GET) & allowed) - repeatable):

@@ -282,3 +282,21 @@ def test_a_repeated_parameter_that_takes_one_value_is_refused_not_the_last_kept(
     response = api.get(path, params)
     assert response.status_code == 422, response.content
     assert response.json()["errors"] == [{"field": name, "message": "given 2 times; it takes one value"}]
+
+
+def test_a_write_takes_no_query_parameters_but_the_team(api, team):
+    # a field put in the URL was ignored: the PATCH answered 200 and changed nothing
+    lesson = LessonFactory(team=team, confidence=0.4)
+    patched = api.client.patch(f"/api/v1/lessons/{lesson.pk}?confidence=0.1", "{}", content_type="application/json")
+    assert patched.status_code == 422
+    [error] = patched.json()["errors"]
+    assert error["field"] == "confidence"
+    assert error["message"].endswith("it takes no query parameters; send the fields in the JSON body")
+    searched = api.client.post("/api/v1/search?limit=500", '{"query": "retries"}', content_type="application/json")
+    assert searched.status_code == 422 and searched.json()["errors"][0]["field"] == "limit"
+    assert api.client.delete(f"/api/v1/lessons/{lesson.pk}?force=1").status_code == 422
+    lesson.refresh_from_db()
+    assert lesson.confidence == 0.4  # nothing written, nothing deleted
+    own_team = api.client.patch(f"/api/v1/lessons/{lesson.pk}?team={team.slug}", '{"confidence": 0.9}',
+                                content_type="application/json")
+    assert own_team.status_code == 200 and own_team.json()["confidence"] == 0.9
