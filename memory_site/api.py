@@ -17,6 +17,7 @@ from lessons.api import errors
 from lessons.api.auth import api_auth
 from lessons.api.feedback import router as feedback_router
 from lessons.api.permissions import PermissionRefused
+from lessons.api.query_parameters import writes_take_no_query
 from lessons.api.curation import router as curation_router
 from lessons.api.docs import MemoryStoreAPI, StaffSwagger
 from lessons.api.health import router as health_router
@@ -42,6 +43,8 @@ api = MemoryStoreAPI(
     auth=api_auth,
     docs=StaffSwagger(),
 )
+# A write's input is its JSON body: a query string other than `team` is refused by name.
+api.add_decorator(writes_take_no_query)
 
 api.add_router("", search_router)
 api.add_router("", feedback_router)

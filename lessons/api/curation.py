@@ -91,7 +91,6 @@ def lesson_duplicates(request, params: Query[DuplicatesQuery]):
     response={200: DismissedOut, **WITH_BODY, **INVALID, **AUTHENTICATED},
     summary="Mark two lessons as not duplicates",
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("lessons", "change")
 def dismiss_lesson_pair(request, payload: DismissIn):
     dismissal = curation_services.duplicate_dismiss(
@@ -109,7 +108,6 @@ def dismiss_lesson_pair(request, payload: DismissIn):
     "confidence, tags / tech stacks / project types united, the text of `text_from`; each merged lesson is "
     "recorded on the kept one. Ids of another team do not exist here (422). " + preconditions.DOCUMENTED,
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("lessons", "change", "delete")
 @preconditions.honours_if_match
 def merge_lessons(
@@ -154,7 +152,6 @@ def memory_duplicates(request, params: Query[DuplicatesQuery]):
     response={200: DismissedOut, **WITH_BODY, **INVALID, **AUTHENTICATED},
     summary="Mark two memories as not duplicates",
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("memories", "change")
 def dismiss_memory_pair(request, payload: DismissIn):
     dismissal = curation_services.duplicate_dismiss(
@@ -172,7 +169,6 @@ def dismiss_memory_pair(request, payload: DismissIn):
     "higher importance, its date if this one has none; deletes the other with its versions. "
     + preconditions.DOCUMENTED,
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("memories", "change", "delete")
 @preconditions.honours_if_match
 def merge_memories(
@@ -202,7 +198,6 @@ def merge_memories(
     description="The version's content and details become the memory's; the text they replace is kept as a "
     "version, so a restore is undone the same way. " + preconditions.DOCUMENTED,
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("memories", "change")
 @preconditions.honours_if_match
 def restore_memory_version(

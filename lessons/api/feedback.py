@@ -4,7 +4,6 @@ from ninja import Router
 
 from lessons.api import operations
 from lessons.api.permissions import is_staff_session, require_permission
-from lessons.api.query_parameters import takes_query
 from lessons.api.schemas import AUTHENTICATED, INVALID, NOT_FOUND, WITH_BODY, FeedbackIn, FeedbackOut
 from lessons.selectors.usage import search_record_kind
 
@@ -12,7 +11,6 @@ router = Router(tags=["feedback"])
 
 
 @router.post("/feedback", response={202: FeedbackOut, **WITH_BODY, **NOT_FOUND, **INVALID, **AUTHENTICATED})
-@takes_query()  # the input is the JSON body: a query string is a mistake
 def report_usage(request, payload: FeedbackIn):
     """Report the results of a search (by its `search_id`) you used and those that were not helpful.
     404 for a search that is not your team's (or was purged); 422 for an id the search did not return.

@@ -46,14 +46,12 @@ def list_lessons(request, filters: Query[LessonFilters]):
 
 
 @router.post("/lessons", response={201: LessonOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("lessons", "add")
 def create_lesson(request, response: HttpResponse, payload: LessonIn):
     return 201, preconditions.with_etag(response, operations.store_lesson(team=request.auth.team, payload=payload))
 
 
 @router.post("/lessons/propose", response={201: LessonOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("lessons", "add")
 def propose_lesson(request, response: HttpResponse, payload: LessonProposeIn):
     return 201, preconditions.with_etag(response, operations.propose_lesson(team=request.auth.team, payload=payload))
@@ -74,7 +72,6 @@ def lesson_patterns(request, params: Query[PatternsQuery]):
 
 
 @router.post("/lessons/session", response={200: SearchOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("lessons", "view")
 def session_lessons(request, payload: SessionIn):
     return operations.session_lessons(team=request.auth.team, payload=payload)
@@ -96,7 +93,6 @@ def get_lesson(request, response: HttpResponse, lesson_id: PathId = LessonId):
     response={200: LessonOut, **PRECONDITION, **NOT_FOUND, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED},
     description="Changes the fields sent. " + preconditions.DOCUMENTED,
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("lessons", "change")
 @preconditions.honours_if_match
 def update_lesson(
@@ -115,7 +111,6 @@ def update_lesson(
     "/lessons/{lesson_id}", response={204: None, **PRECONDITION, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     description="Deletes the lesson. " + preconditions.DOCUMENTED,
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("lessons", "delete")
 @preconditions.honours_if_match
 def delete_lesson(request, lesson_id: PathId = LessonId, if_match: str | None = preconditions.if_match_header()):
@@ -159,7 +154,6 @@ _DECISION_DOC = (
     summary="Accept a proposal (it becomes confirmed)",
     description=_DECISION_DOC.format(state="confirmed"),
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("lessons", "change")
 @preconditions.honours_if_match
 def accept_lesson(
@@ -175,7 +169,6 @@ def accept_lesson(
     summary="Reject a proposal (it becomes rejected)",
     description=_DECISION_DOC.format(state="rejected"),
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("lessons", "change")
 @preconditions.honours_if_match
 def reject_lesson(

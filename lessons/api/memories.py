@@ -53,7 +53,6 @@ def list_memories(request, filters: Query[MemoryFilters]):
 
 
 @router.post("/memories", response={201: MemoryOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("memories", "add")
 def create_memory(request, response: HttpResponse, payload: MemoryIn):
     return 201, preconditions.with_etag(response, operations.store_memory(team=request.auth.team, payload=payload))
@@ -104,7 +103,6 @@ def by_emotion(request, params: Query[ByEmotionQuery]):
 
 
 @router.post("/memories/search-versions", response={200: SearchOut, **WITH_BODY, **INVALID, **AUTHENTICATED})
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("memories", "view")
 def search_versions(request, payload: SearchVersionsIn):
     return operations.search_versions(team=request.auth.team, payload=payload)
@@ -127,7 +125,6 @@ def get_memory(request, response: HttpResponse, memory_id: PathId = MemoryId):
     description="Changes the fields sent; a new content or details keeps the old text as a version. "
     + preconditions.DOCUMENTED,
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("memories", "change")
 @preconditions.honours_if_match
 def update_memory(
@@ -146,7 +143,6 @@ def update_memory(
     "/memories/{memory_id}", response={204: None, **PRECONDITION, **NOT_FOUND, **INVALID, **AUTHENTICATED},
     description="Deletes the memory with its earlier versions. " + preconditions.DOCUMENTED,
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 @needs("memories", "delete")
 @preconditions.honours_if_match
 def delete_memory(request, memory_id: PathId = MemoryId, if_match: str | None = preconditions.if_match_header()):

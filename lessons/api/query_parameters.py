@@ -1,9 +1,9 @@
-"""An endpoint's query string holds only the parameters it takes (a write's, none: its input is the
-JSON body; `PATCH /lessons/1?confidence=0.1` answered 200 and changed nothing): a misspelt one (`limt=2`) was
+"""An endpoint's query string holds only the parameters it takes: a misspelt one (`limt=2`) was
 ignored, and the endpoint answered with the default (15 lessons, a recency fallback) where the MCP
 tool refused the same argument by name. The query-string schemas cannot forbid extra keys
 themselves (a list's `limit` and `offset` belong to its pagination, `team` to the auth), so each
-endpoint names what it takes here.
+GET endpoint names what it takes here, and every write takes none but `team` (its input is the
+JSON body; `PATCH /lessons/1?confidence=0.1` answered 200 and changed nothing).
 
 A parameter that takes one value (`text`, `limit`, `external_id`...) given twice kept the last one
 without a word (`text=cache&text=redis` was `text=redis`): it is refused naming it. Parameters
@@ -62,3 +62,16 @@ def _is_list(annotation) -> bool:
     if origin in (typing.Union, types.UnionType):
         return any(_is_list(argument) for argument in typing.get_args(annotation))
     return False
+
+
+def writes_take_no_query(view):
+    """For every operation of the API (`NinjaAPI.add_decorator`): a write (`POST`, `PATCH`, `DELETE`)
+    refuses any query parameter but `team`, so a write endpoint added later cannot forget to."""
+    checked = takes_query()(view)
+
+    @functools.wraps(view)
+    def route(request, *args, **kwargs):
+        handler = view if request.method in ("GET", "HEAD") else checked
+        return handler(request, *args, **kwargs)
+
+    return route

@@ -5,7 +5,6 @@ from ninja import Router
 from lessons.api import operations
 from lessons.api.docs import SEARCH_EXAMPLE
 from lessons.api.permissions import require_permission
-from lessons.api.query_parameters import takes_query
 from lessons.api.schemas import AUTHENTICATED, INVALID, WITH_BODY, SearchIn, SearchOut
 
 router = Router(tags=["search"])
@@ -18,7 +17,6 @@ router = Router(tags=["search"])
     # sent `since` equal to `until`, a 422).
     openapi_extra={"requestBody": {"content": {"application/json": {"example": SEARCH_EXAMPLE}}}},
 )
-@takes_query()  # the input is the JSON body: a query string is a mistake
 def search(request, payload: SearchIn):
     require_permission(request, kind=payload.kind, actions=("view",))
     return operations.search(team=request.auth.team, payload=payload)

@@ -4,9 +4,9 @@ the format the matching import reads, to a file or (PATH `-`) to stdout.
 A file is written whole or not at all: the lines go to a temporary file beside PATH, renamed
 over it once complete, so Ctrl-C or an error never leaves half a file under PATH. A PATH that is
 a pipe or a device (`>(gzip > backup.gz)`, `/dev/stdout`) is written into: renamed over, a named
-pipe became a regular file its reader never saw (and `/dev/full`, as root, a file in /dev). Everything is
-read in one REPEATABLE READ transaction: an edit made during the export is in the file whole or
-not at all (never half of a memory's versions).
+pipe became a regular file its reader never saw (and `/dev/full`, as root, a file in /dev).
+Everything is read in one REPEATABLE READ transaction: an edit made during the export is in the
+file whole or not at all (never half of a memory's versions).
 """
 
 import json
@@ -111,7 +111,6 @@ class JsonLinesExportCommand(BaseCommand):
                 raise CommandError(f"cannot write {target}: {error.strerror or error}") from error
             raise
         return count
-
 
     def _write_stream(self, target: Path, rows: Iterator[dict]) -> int:
         try:
