@@ -4,6 +4,8 @@ all of them on one line."""
 
 import sys
 
+from lessons.strict_json import DuplicateKey
+
 
 def first_line(error: BaseException) -> str:
     """The first line of the message (the error itself), or the exception's name when it has none."""
@@ -26,8 +28,11 @@ def json_type(value) -> str:
 
 def unreadable_json(error: BaseException) -> str | None:
     """Plain words for JSON that Python's reader gives up on without a JSON syntax error: nesting
-    deeper than its recursion limit, or a number past its digit limit (whose message advises
-    `sys.set_int_max_str_digits()`, meant for Python programmers). None for any other error."""
+    deeper than its recursion limit, a number past its digit limit (whose message advises
+    `sys.set_int_max_str_digits()`, meant for Python programmers), or an object naming a key twice
+    (`lessons.strict_json`). None for any other error."""
+    if isinstance(error, DuplicateKey):
+        return str(error)
     if isinstance(error, RecursionError):
         return "the JSON is nested too deeply to read; no field of this store nests more than a few levels"
     if isinstance(error, ValueError) and "int_max_str_digits" in str(error):

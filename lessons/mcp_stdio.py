@@ -7,9 +7,9 @@ strings hold a lone surrogate (`"\\ud800"`, which JSON allows and Node-based cli
 waited for its own timeout. Such a line is answered here: a parse error (-32700), or an error
 naming the field with the request's own id; so is a `tools/call` whose params hold no tool name
 or arguments that are not an object (the SDK's answer, "Invalid request parameters", named
-nothing). And a thread blocked in `read()` kept Ctrl-C from ending
-the server until the next line came; a pipe or terminal is read here when the event loop says it
-is readable, so Ctrl-C cancels the read at once.
+nothing), and a request naming a key twice (the SDK kept the last value). And a thread blocked
+in `read()` kept Ctrl-C from ending the server until the next line came; a pipe or terminal is
+read here when the event loop says it is readable, so Ctrl-C cancels the read at once.
 """
 
 import errno
@@ -22,7 +22,9 @@ import anyio
 import mcp_types as types
 import pydantic
 
+from lessons import strict_json
 from lessons.error_text import json_type
+from lessons.strict_json import DuplicateKey
 
 CHUNK = 65536
 
@@ -66,14 +68,20 @@ def _lone_surrogate_path(value, path: str = "") -> str | None:
 def unreadable_line_error(line: str) -> types.JSONRPCError | None:
     """The error to answer a line with that the SDK cannot read, or None when it can."""
     try:
-        message = json.loads(line)
+        message = strict_json.loads(line)
+    except DuplicateKey as error:
+        # JSON the SDK would read, keeping the last value: refused as a request, with its id unless
+        # that is what came twice
+        request_id = None if error.key == "id" else _request_id(json.loads(line))
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=request_id,
+            error=types.ErrorData(code=types.INVALID_REQUEST, message=f"{error}; nothing was done"),
+        )
     except ValueError as error:
         return _parse_error(f"not a JSON line: {error}")
     except RecursionError:  # ~1,000 nested arrays in 2 kB: the decoder's stack, and the server, gave out
         return _parse_error("not a JSON line this server reads: nested too deeply")
-    request_id = message.get("id") if isinstance(message, dict) else None
-    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-        request_id = None
+    request_id = _request_id(message)
     try:
         field = _lone_surrogate_path(message)
     except RecursionError:
@@ -104,6 +112,14 @@ def unreadable_line_error(line: str) -> types.JSONRPCError | None:
             error=types.ErrorData(code=types.INVALID_PARAMS, message=f"{fault}; nothing was done"),
         )
     return None
+
+
+def _request_id(message) -> str | int | None:
+    """The message's id when it is one JSON-RPC allows, to answer it with."""
+    request_id = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        return None
+    return request_id
 
 
 def _parse_error(message: str) -> types.JSONRPCError:

@@ -20,6 +20,7 @@ from lessons.api.permissions import PermissionRefused
 from lessons.api.query_parameters import writes_take_no_query
 from lessons.api.curation import router as curation_router
 from lessons.api.docs import MemoryStoreAPI, StaffSwagger
+from lessons.api.parser import StrictJSONParser
 from lessons.api.health import router as health_router
 from lessons.api.lessons import router as lessons_router
 from lessons.api.memories import router as memories_router
@@ -42,6 +43,7 @@ api = MemoryStoreAPI(
     urls_namespace="api-v1",
     auth=api_auth,
     docs=StaffSwagger(),
+    parser=StrictJSONParser(),
 )
 # A write's input is its JSON body: a query string other than `team` is refused by name.
 api.add_decorator(writes_take_no_query)

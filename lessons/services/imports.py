@@ -30,6 +30,7 @@ from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, OperationalError, transaction
 from django.utils.dateparse import parse_datetime
 
+from lessons import strict_json
 from lessons.error_text import first_line, json_type, over_a_database_limit, unreadable_json
 from lessons.models import MAX_TEXT_CHARS, Lesson, LessonMerge, Memory, MemoryMerge, Team, validate_storable_moment
 from lessons.services import lessons as lesson_services
@@ -582,9 +583,10 @@ def _broken_json(error: json.JSONDecodeError, raw_line: str) -> str:
 
 def _read_json(raw_line: str):
     """The line's JSON; a line nested too deep or holding a 5,000-digit number is a bad line in
-    plain words (it was a RecursionError traceback that stopped the import, or Python's advice)."""
+    plain words (it was a RecursionError traceback that stopped the import, or Python's advice);
+    so is an object naming a key twice, whose last value Python would have kept without a word."""
     try:
-        return json.loads(raw_line)
+        return strict_json.loads(raw_line)
     except (RecursionError, ValueError) as error:
         if message := unreadable_json(error):
             raise LineError(message) from None

@@ -231,6 +231,24 @@ def test_json_python_cannot_read_is_a_400_naming_the_body_in_plain_words(api, bo
     assert response.json()["errors"][0]["field"] == "body" and "sys." not in response.json()["detail"]
 
 
+def test_a_key_given_twice_is_a_400_naming_it_and_nothing_changes(api, team):
+    """Python's reader kept the last of two equal keys: the lesson took confidence 0.1 without a word."""
+    lesson = LessonFactory(team=team, confidence=0.9)
+    for method, path, body in [
+        ("patch", f"/lessons/{lesson.id}", '{"confidence": 0.9, "title": "T", "confidence": 0.1}'),
+        ("post", "/lessons", '{"title": "New", "description": "d", "title": "Newer"}'),
+        ("post", "/search", '{"query": "retries", "filters": {"tags": ["a"], "tags": ["b"]}}'),
+    ]:
+        response = getattr(api, method)(path, body)
+        assert response.status_code == 400, (path, response.content)
+        detail = response.json()["detail"]
+        assert detail.startswith('body: the key "') and "appears twice in one object" in detail
+    assert api.patch(f"/lessons/{lesson.id}", '{"confidence": 0.1}').status_code == 200  # once is fine
+    lesson.refresh_from_db()
+    assert lesson.confidence == 0.1 and lesson.title != "T"
+    assert not type(lesson).objects.filter(title__startswith="New").exists()
+
+
 @pytest.mark.parametrize("invisible", ["\u200b", "\u200d", "\u00ad", "\u2063", "\u180e"])
 def test_a_title_or_query_of_only_invisible_characters_is_as_blank_as_spaces(api, invisible):
     created = api.post("/lessons", {"title": invisible})

@@ -455,6 +455,17 @@ def test_a_tool_call_without_a_name_or_with_arguments_not_an_object_names_the_fa
         assert unreadable_line_error(json.dumps({**request, "params": readable})) is None
 
 
+def test_a_request_naming_a_key_twice_is_refused_with_its_id():
+    """The SDK read it, keeping the last value: a memory was stored with whichever content came second."""
+    line = ('{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "store_memory", '
+            '"arguments": {"content": "a", "importance": 9, "content": "b"}}}')
+    error = unreadable_line_error(line)
+    assert (error.id, error.error.code) == (4, -32600)
+    assert error.error.message == 'the key "content" appears twice in one object; send each key once; nothing was done'
+    assert unreadable_line_error('{"jsonrpc": "2.0", "id": 4, "id": 5, "method": "ping"}').id is None  # which one?
+    assert unreadable_line_error('{"jsonrpc": "2.0", "id": 4, "method": "ping"}') is None
+
+
 def test_a_line_nested_too_deeply_is_answered_and_the_session_goes_on(team):
     """~1,200 nested arrays (2.4 kB) ran the JSON decoder out of stack: a RecursionError ended the
     server, and every later request went unanswered."""

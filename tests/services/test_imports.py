@@ -126,6 +126,17 @@ def test_json_python_cannot_read_is_a_bad_line_in_plain_words_and_the_import_goe
     assert report.created == 2 and Lesson.objects.get(external_id="l-6").title == "Fine too"
 
 
+def test_a_line_naming_a_key_twice_is_a_bad_line_and_the_import_goes_on():
+    """Python's reader kept the last value: the line was imported with whichever came second."""
+    report = import_lessons(
+        lines=jsonl(GOOD_LESSON, '{"external_id": "l-2", "title": "First", "confidence": 0.9, "title": "Second"}'),
+        team_slug="t",
+        create_team=True,
+    )
+    assert dict(report.errors) == {2: 'the key "title" appears twice in one object; send each key once'}
+    assert report.created == 1 and not Lesson.objects.filter(external_id="l-2").exists()
+
+
 MEMORY_WITH_HISTORY = {
     "external_id": "m-1",
     "content": "Jonas is a carpenter in Leipzig",
