@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from lessons.models import MAX_FREQUENCY, MAX_TEXT_CHARS, Lesson, Memory, short_term_validator
+from lessons.search.filters import FOLDED_NAME
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
@@ -512,16 +513,17 @@ class MemoryFilters(FilterSchema):
         return _every_word(value, "content", "details")
 
     def filter_person(self, value: list[str] | None) -> Q:
-        # Names keep their case when stored; a filter compares them case-insensitively, as the
-        # friends listing and a search's `people` filter do.
-        # Lowercased by PostgreSQL on both sides: Python lowercases "İlker" to "i̇lker" (two
+        # Names keep their case and accents when stored; a filter compares them without either, as
+        # the friends listing and a search's `people` filter do ("zoe" is Zoë).
+        # Folded by PostgreSQL on both sides: Python lowercases "İlker" to "i̇lker" (two
         # characters), PostgreSQL to "ilker", and the stored name was never found.
         names = normalise_names(value)
         if not names:
             return Q()
         table = Memory._meta.db_table
         return Q(RawSQL(
-            f'lower("{table}"."people"::text)::text[] && (SELECT array_agg(lower(v)) FROM unnest(%s::text[]) AS v)',
+            f'EXISTS (SELECT 1 FROM unnest("{table}"."people") AS p(name) WHERE {FOLDED_NAME.format("p.name")}'
+            f' = ANY(SELECT {FOLDED_NAME.format("v")} FROM unnest(%s::text[]) AS v))',
             [names], output_field=BooleanField(),
         ))
 

@@ -23,6 +23,8 @@ from lessons.text import clean_name, name_in_text_pattern, whole_word_pattern
 PERSON_PREFIX_MIN_LETTERS = 3
 PERSON_TYPO_MIN_LETTERS = 5
 PERSON_TEXT_MIN_LETTERS = 2
+# A name as the `people` filter, the listing's `person` and the friends listing compare it.
+FOLDED_NAME = "unaccent(lower({}))"
 
 
 def table_for(kind: str) -> str:
@@ -110,14 +112,15 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             add("t.importance <= %s", filters.max_importance)
         if filters.people:
             # as names are stored (NFC: "Zoe" + a combining accent is Zoé), lowercased by PostgreSQL
-            # on both sides ("İlker": Python says "i̇lker", PostgreSQL "ilker"); the postings'
-            # signatures hold PostgreSQL's lowercase, so only ASCII names, which both lowercase
+            # on both sides ("İlker": Python says "i̇lker", PostgreSQL "ilker") and without their
+            # accents ("Zoe" is Zoë), as the friends listing groups them; the postings' signatures
+            # hold PostgreSQL's folded names (migration 0024), so only ASCII names, which both fold
             # alike, may skip postings by signature
             names = [clean_name(name) for name in filters.people]
             ascii_only = all(name.isascii() for name in names)
             add(
-                "EXISTS (SELECT 1 FROM unnest(t.people) AS p(name)"
-                " WHERE lower(p.name) = ANY(SELECT lower(v) FROM unnest(%s::text[]) AS v))",
+                f"EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE {FOLDED_NAME.format('p.name')}"
+                f" = ANY(SELECT {FOLDED_NAME.format('v')} FROM unnest(%s::text[]) AS v))",
                 [name.lower() if ascii_only else name for name in names],
                 facet="people" if ascii_only else None,
             )

@@ -193,6 +193,22 @@ def test_a_name_with_a_dotted_capital_i_is_found_however_it_is_typed(api, team, 
     assert [hit["id"] for hit in found["results"]] == [memory.pk]
 
 
+@pytest.mark.parametrize("stored, typed", [("Zoë", "Zoe"), ("Zoe", "zoë"), ("Søren", "SOREN"), ("José", "jose")])
+def test_a_person_is_found_with_or_without_the_accents_of_their_name(api, team, stored, typed):
+    """The friends listing counted Zoe and Zoë as one person, and a person search found her either
+    way; the `people` filter and the listing's `person` did not."""
+    memory = memory_create(team=team, content="Tea by the Bosphorus", people=[stored])
+    memory_create(team=team, content="Tea by the Bosphorus again", people=["Zoey", "Jo"])
+    listed = api.get("/memories", {"person": typed}).json()
+    assert [item["id"] for item in listed["items"]] == [memory.pk]
+    for mode in ("text", "hybrid", "semantic"):
+        found = api.post("/search", {"query": "tea Bosphorus", "kind": "memories", "mode": mode,
+                                     "filters": {"people": [typed]}}).json()
+        assert [hit["id"] for hit in found["results"]] == [memory.pk], mode
+    friends = api.get("/memories/friends").json()["results"]
+    assert [friend["memory_ids"] for friend in friends if friend["name"] == stored] == [[memory.pk]]
+
+
 def test_a_person_without_a_letter_or_digit_is_refused_and_the_stored_people_stay(api, team):
     # "," was dropped without a word: a PATCH of people [","] emptied a memory's people
     memory = memory_create(team=team, content="Coffee with Zoé", people=["Zoé"])

@@ -52,3 +52,30 @@ def test_moments_python_cannot_read_are_brought_into_range_and_the_row_works_aga
     assert moments[fine.pk] == datetime(2024, 5, 1, tzinfo=UTC)
     assert dict(Memory.objects.values_list("pk", "updated_at")) == before
     assert admin_client.get("/admin/lessons/memory/").status_code == 200
+
+
+def test_postings_of_people_with_accents_are_signed_again_without_them(team):
+    """Migration 0024: a memory's people sign its postings as the `people` filter compares them,
+    so a filter naming "Zoe" may skip postings by signature without skipping Zoë's."""
+    from lessons.search.signature import value_bits
+
+    zoe = memory_create(team=team, content="Coffee with Zoë", people=["Zoë"])
+    bo = memory_create(team=team, content="Lunch with Bo", people=["Bo"])
+    migration = importlib.import_module("lessons.migrations.0024_people_signatures_unaccented")
+
+    def signatures(memory) -> set[int]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT DISTINCT signature FROM lessons_keyword_posting WHERE kind = 'm' AND row_id = %s",
+                           [memory.pk])
+            return {value for (value,) in cursor.fetchall()}
+
+    def signed(name: str) -> int:
+        bits = value_bits("current", "yes") | value_bits("people", name)
+        return bits - (1 << 64) if bits >= 1 << 63 else bits
+
+    with connection.cursor() as cursor:
+        cursor.execute(migration.AS_BEFORE + migration.RESIGN_NON_ASCII)  # as 0011 signed them
+    assert (signatures(zoe), signatures(bo)) == ({signed("zoë")}, {signed("bo")})
+    with connection.cursor() as cursor:
+        cursor.execute(migration.FOLDED + migration.RESIGN_NON_ASCII)
+    assert (signatures(zoe), signatures(bo)) == ({signed("zoe")}, {signed("bo")})

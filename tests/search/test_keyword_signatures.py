@@ -108,6 +108,28 @@ def test_memory_postings_follow_versions_people_and_emotions(team):
     assert posting_signatures(kind="m", row_id=memory.id) == {memory_signature(memory)}
 
 
+def test_people_sign_postings_without_their_accents_so_an_ascii_filter_skips_none_of_them(team):
+    """A filter naming "Zoe" finds Zoë (migration 0024): were her postings signed "zoë", the keyword
+    leg would skip them by signature before the exact filter saw the row."""
+    memory = memory_create(team=team, content="Coffee with Zoë and Søren by the harbour", people=["Zoë", "Søren"])
+    expected = expected_signature({"current": ["yes"], "people": ["zoe", "soren"]})
+    assert posting_signatures(kind="m", row_id=memory.id) == {expected}
+    for people, passes in [(("Zoe",), True), (("SOREN",), True), (("zoey",), False)]:
+        clause = filter_parts(kind="memories", team_id=team.id, filters=SearchFilters(people=people))
+        assert clause.signature_masks  # ASCII names: the keyword leg may skip postings by signature
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT bool_and({signature_sql(clause.signature_masks, column='signature')})"
+                           " FROM lessons_keyword_posting WHERE kind = 'm' AND row_id = %s", [memory.id])
+            assert cursor.fetchone()[0] is passes, people
+    memory_create(team=team, content="A walk by the harbour with Zoey", people=["Zoey"])
+    clause = filter_parts(kind="memories", team_id=team.id, filters=SearchFilters(people=("zoe",)))
+    for head in (5, None):  # reading the term's best postings only, and every posting
+        found = keyword_candidates(kind="memories", team_id=team.id, query="harbour", filter_sql=clause.sql,
+                                   filter_params=clause.params, limit=10, head=head, fallback=False,
+                                   signature_masks=clause.signature_masks)
+        assert [candidate.id for candidate in found] == [memory.id], head
+
+
 def test_a_row_passes_the_signature_test_of_every_filter_it_passes(team):
     lesson = LessonFactory(team=team, title="Webhook retry", category="security", tech_stacks=["redis", "docker"],
                            project_types=["saas"], tags=["webhook", "retry"])
