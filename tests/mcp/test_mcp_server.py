@@ -499,6 +499,19 @@ def test_a_line_nested_too_deeply_is_answered_and_the_session_goes_on(team):
     assert server.returncode == 0 and not Memory.objects.filter(team=team).exists()
 
 
+@pytest.mark.parametrize("closed, said", [(0, "standard input is closed"), (1, "standard output is closed")])
+def test_a_closed_standard_input_or_output_is_said_in_one_line(team, closed, said):
+    """`manage.py mcp <&-` waited forever on whatever file took descriptor 0 next; `>&-` ended in a
+    traceback."""
+    finished = subprocess.run(
+        [sys.executable, "manage.py", "mcp", "--team", team.slug], cwd=PROJECT_ROOT, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=lambda: os.close(closed),
+        env={**os.environ, "DATABASE_URL": _test_database_url(), "DJANGO_DEBUG": "1", "EMBEDDING_WARM_UP": "0"},
+    )
+    assert finished.returncode == 1 and "Traceback" not in finished.stderr, finished.stderr
+    assert finished.stderr.startswith(f"CommandError: {said}") and finished.stderr.count("\n") == 1
+
+
 def test_stdin_from_dev_null_ends_the_server_quietly(team):
     """epoll refuses /dev/null (EPERM): `manage.py mcp < /dev/null` ended in a traceback."""
     with open(os.devnull) as nothing:

@@ -1,4 +1,5 @@
 import os
+import sys
 from functools import partial
 
 import anyio
@@ -26,6 +27,13 @@ class Command(BaseCommand):
         parser.add_argument("--api-key", help="An active API key; its team is used.")
 
     def handle(self, *args, team=None, api_key=None, **options):
+        # Python leaves sys.stdin or sys.stdout None when the process started with that descriptor
+        # closed (`mcp <&-`): the server then waited forever on whatever file took descriptor 0 next,
+        # or ended in a traceback without stdout.
+        for name, stream in (("input", sys.stdin), ("output", sys.stdout)):
+            if stream is None:
+                raise CommandError(f"standard {name} is closed: the MCP server reads its requests on standard "
+                                   "input and answers on standard output (an MCP client starts it with both)")
         key_source = "--api-key" if api_key else API_KEY_ENVIRONMENT_VARIABLE
         if team and not api_key and os.environ.get(API_KEY_ENVIRONMENT_VARIABLE):
             # the key in the environment was silently passed over for --team, unchecked
