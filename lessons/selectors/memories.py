@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from lessons.models import Memory, Team
 from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
-from lessons.search.filters import filter_clause
-from lessons.text import clean_name, name_key
+from lessons.search.filters import FOLDED_NAME, filter_clause
+from lessons.text import clean_name
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,8 @@ def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchRespo
     seed's "all memories about a person" when it is over `limit`.
 
     Every hit names the person, so its label says how: `high` when its `people` list them as
-    written (any case), `medium` otherwise (a mention in the text, another spelling). Labelled by
+    written (any case, with or without accents: the friends listing's one person), `medium`
+    otherwise (a mention in the text, another name such as "Jonas" for "Jon"). Labelled by
     meaning, a memory listing Henrike read `low` for "Henrike" when its text was about dinner."""
     naming = SearchFilters(person_like=name.strip())
     response = search(
@@ -183,11 +184,21 @@ def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchRespo
     # The engine's recency fallback reads through the same filter, so it holds only memories
     # naming the person (those the legs missed: not embedded yet, the model off, "Zoe" for the
     # word "Zoë"), most recent first; for a name nobody has it is empty.
-    wanted = name_key(clean_name(name))
+    wanted = clean_name(name)
+    folded = _folded_names([wanted, *(p for hit in response.results for p in hit.fields.get("people", []))])
     return replace(response, total=_count(team=team, filters=naming), results=[
-        replace(hit, relevance="high" if wanted in {name_key(p) for p in hit.fields.get("people", [])} else "medium")
+        replace(hit, relevance="high" if folded[wanted] in {folded[p] for p in hit.fields.get("people", [])}
+                else "medium")
         for hit in response.results
     ])
+
+
+def _folded_names(names: list[str]) -> dict[str, str]:
+    """Each name as the people filters compare it (filters.FOLDED_NAME), folded by PostgreSQL: its
+    unaccent() folds "Søren" and "Æsa", which Python's Unicode decomposition leaves as they are."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT v, {FOLDED_NAME.format('v')} FROM unnest(%s::text[]) AS v", [sorted(set(names))])
+        return dict(cursor.fetchall())
 
 
 def _count(*, team: Team, filters: SearchFilters) -> int:

@@ -218,8 +218,19 @@ def test_by_person_says_how_many_memories_name_them(api, team):
     body = api.get("/memories/by-person", {"name": "Zoe", "limit": 2}).json()
     assert body["total"] == 3 and body["fallback"] == "recency"
     assert [hit["id"] for hit in body["results"]] == [chess[2].pk, chess[1].pk]
-    assert {hit["relevance"] for hit in body["results"]} == {"medium"}  # another spelling of the name
+    # the same name without its accent: the friends listing's one person, so `high`
+    assert {hit["relevance"] for hit in body["results"]} == {"high"}
     assert "total" not in api.post("/search", {"query": "chess", "kind": "memories"}).json()
+
+
+@pytest.mark.parametrize("asked, stored, label", [
+    ("Zoe", "Zoë", "high"), ("SOREN", "Søren", "high"), ("aesa", "Æsa", "high"), ("jose", "José", "high"),
+    ("Jon", "Jonas", "medium"), ("Jonah", "Jonas", "medium"),  # another name: a prefix, a typo
+])
+def test_a_by_person_label_is_high_for_the_name_with_or_without_its_accents(api, team, asked, stored, label):
+    memory = memory_create(team=team, content="Chess at the club", people=[stored])
+    body = api.get("/memories/by-person", {"name": asked}).json()
+    assert [(hit["id"], hit["relevance"]) for hit in body["results"]] == [(memory.pk, label)]
 
 
 @pytest.mark.parametrize("path, params", [
