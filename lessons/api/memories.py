@@ -26,6 +26,7 @@ from lessons.api.schemas import (
     MemoryIn,
     MemoryLimitQuery,
     MemoryListOut,
+    MemoryOrderQuery,
     MemoryOut,
     MemoryPatch,
     MemoryVersionOut,
@@ -46,10 +47,10 @@ MemoryId = Path(..., ge=1, le=MAX_ID, description=MEMORY_ID)
 
 @router.get("/memories", response={200: list[MemoryOut], **INVALID, **AUTHENTICATED})
 @paginate(Pages)
-@takes_query(MemoryFilters, Pages.Input)
+@takes_query(MemoryFilters, MemoryOrderQuery, Pages.Input)
 @needs("memories", "view")
-def list_memories(request, filters: Query[MemoryFilters]):
-    return memory_list(team=request.auth.team, filters=filters)
+def list_memories(request, filters: Query[MemoryFilters], ordering: Query[MemoryOrderQuery]):
+    return memory_list(team=request.auth.team, filters=filters, order=ordering.order)
 
 
 @router.post("/memories", response={201: MemoryOut, **WITH_BODY, **CONFLICT, **INVALID, **AUTHENTICATED})

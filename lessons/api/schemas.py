@@ -484,18 +484,58 @@ class MemoryDeletedOut(Schema):
     deleted: bool = Field(description="true: the memory and its earlier versions are gone.")
 
 
+# GET /memories' orders: the value, then what it lists first.
+MEMORY_ORDERS = {
+    "-updated_at": "the most recently changed first (the default)",
+    "occurred_at": "in the order they happened: a timeline (a memory without a date by when it was stored)",
+    "-occurred_at": "the latest to happen first",
+    "-importance": "the most important first, then the most recently changed",
+}
+
+
+class MemoryOrderQuery(Schema):
+    order: Literal[tuple(MEMORY_ORDERS)] = Field("-updated_at", description="; ".join(
+        f"`{order}`: {meaning}" for order, meaning in MEMORY_ORDERS.items()))
+
+
 class MemoryFilters(FilterSchema):
     text: str | None = Field(
         None, max_length=MAX_QUERY_CHARS,
         description="Words in the content or details (each of them, whole words, any case and order).",
     )
     category: Annotated[list[str] | None, FilterLookup("categories__overlap")] = None
-    person: list[str] | None = Field(None, description="Names one of these people (any case).")
+    person: list[str] | None = Field(
+        None, description="Its people name one of these (any case, with or without accents)."
+    )
     emotion: Annotated[list[str] | None, FilterLookup("emotions__overlap")] = None
     min_importance: Annotated[int | None, FilterLookup("importance__gte")] = Field(None, ge=1, le=10)
     external_id: Annotated[str | None, FilterLookup("external_id")] = None
+    since: datetime | None = Field(None, description=(
+        "Happened at or after this moment (ISO 8601; a memory without a date by when it was stored), as a "
+        "search's `since` reads memories."))
+    until: datetime | None = Field(None, description="Happened before this moment, read as `since` is.")
 
     _lowercase_terms = field_validator("category", "emotion")(_lowercase)
+    _dates_in_utc = field_validator("since", "until")(_in_utc)
+
+    @field_validator("until")
+    @classmethod
+    def _until_after_since(cls, until: datetime | None, info: ValidationInfo) -> datetime | None:
+        since = info.data.get("since")
+        if until is not None and since is not None and since >= until:
+            raise ValueError("must be after since")
+        return until
+
+    def filter_since(self, value: datetime | None) -> Q:
+        # when it happened, else when it was stored: coalesce(occurred_at, created_at), as the search filters
+        if value is None:
+            return Q()
+        return Q(occurred_at__gte=value) | Q(occurred_at__isnull=True, created_at__gte=value)
+
+    def filter_until(self, value: datetime | None) -> Q:
+        if value is None:
+            return Q()
+        return Q(occurred_at__lt=value) | Q(occurred_at__isnull=True, created_at__lt=value)
     _no_nul = field_validator("*")(_refuse_nul)
     _words = field_validator("text")(_words_given)
     _identifier = field_validator("external_id")(_identifier_as_stored)
@@ -566,7 +606,7 @@ class SearchFiltersIn(StrictIn):
         json_schema_extra=per_kind(memories="At least this importance (1-10)."),
     )
     people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(
-        [], description="Memories: mentions one."
+        [], description="Memories: its people name one of them (any case, with or without accents)."
     )
     emotions: Terms = Field([], description="Memories: shares one.")
     since: datetime | None = Field(

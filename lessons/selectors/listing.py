@@ -6,6 +6,7 @@ for the caller to paginate.
 """
 
 from django.db.models import QuerySet
+from django.db.models.functions import Coalesce
 from ninja import FilterSchema
 
 from lessons.models import Lesson, Memory, Team
@@ -41,10 +42,23 @@ def lesson_get(*, team: Team, lesson_id: int) -> Lesson:
     return lesson
 
 
-def memory_list(*, team: Team, filters: FilterSchema | None = None) -> QuerySet[Memory]:
-    """Current memories only; earlier versions are reached through `memory_versions`."""
+# A memory happened at `occurred_at`, else when it was stored (as a search's since/until read it);
+# the id breaks ties, so pages do not overlap.
+_HAPPENED = Coalesce("occurred_at", "created_at")
+MEMORY_ORDERINGS = {
+    "-updated_at": ("-updated_at", "-id"),
+    "occurred_at": (_HAPPENED.asc(), "id"),
+    "-occurred_at": (_HAPPENED.desc(), "-id"),
+    "-importance": ("-importance", "-updated_at", "-id"),
+}
+
+
+def memory_list(*, team: Team, filters: FilterSchema | None = None, order: str = "-updated_at") -> QuerySet[Memory]:
+    """Current memories only, in `order` (a key of MEMORY_ORDERINGS); earlier versions are reached
+    through `memory_versions`."""
     memories = (
-        Memory.objects.filter(team=team, current_version__isnull=True).defer("embedding", "search_vector").order_by("-updated_at", "-id")
+        Memory.objects.filter(team=team, current_version__isnull=True).defer("embedding", "search_vector")
+        .order_by(*MEMORY_ORDERINGS[order])
     )
     if filters is None:
         return memories

@@ -157,6 +157,36 @@ def test_list_filters_read_people_in_any_case_and_words_in_any_order(api, team):
     assert api.get("/memories", {"text": "harbour lunch"}).json()["count"] == 0
 
 
+def test_a_timeline_lists_memories_in_the_order_they_happened_within_a_date_range(api, team):
+    from datetime import UTC, datetime
+
+    def stored(content, occurred_at=None, importance=5):
+        return memory_create(team=team, content=content, occurred_at=occurred_at, importance=importance).pk
+
+    march = stored("Moved to Leipzig", datetime(2024, 3, 2, tzinfo=UTC), importance=9)
+    january = stored("Started the carpentry course", datetime(2024, 1, 15, tzinfo=UTC))
+    undated = stored("A note without a date")  # happened when it was stored: now
+    may = stored("First chair finished", datetime(2024, 5, 20, tzinfo=UTC), importance=7)
+
+    def listed(**params):
+        response = api.get("/memories", params)
+        assert response.status_code == 200, response.content
+        return [item["id"] for item in response.json()["items"]]
+
+    assert listed(order="occurred_at") == [january, march, may, undated]
+    assert listed(order="-occurred_at") == [undated, may, march, january]
+    assert listed(order="-importance") == [march, may, undated, january]
+    assert listed() == [may, undated, january, march]  # the default: the most recently changed first
+    assert listed(order="occurred_at", since="2024-02-01", until="2024-06-01") == [march, may]
+    assert listed(order="occurred_at", since="2024-03-02T00:00:00Z") == [march, may, undated]  # since: inclusive
+    assert listed(order="occurred_at", limit=2, offset=2) == [may, undated]  # pages follow the order
+    for params, field in [({"order": "happened"}, "order"), ({"since": "2024-05-01", "until": "2024-04-01"}, "until"),
+                          ({"since": "March"}, "since"), ({"order": ["occurred_at", "-importance"]}, "order")]:
+        response = api.get("/memories", params)
+        assert response.status_code == 422, params
+        assert response.json()["errors"][0]["field"] == field, response.json()
+
+
 def test_a_version_is_dated_when_its_text_was_written_not_at_a_later_edit(api, team):
     from datetime import UTC, datetime
 
