@@ -24,7 +24,6 @@ import pydantic
 
 from lessons import strict_json
 from lessons.error_text import json_type
-from lessons.strict_json import DuplicateKey
 
 CHUNK = 65536
 
@@ -69,7 +68,7 @@ def unreadable_line_error(line: str) -> types.JSONRPCError | None:
     """The error to answer a line with that the SDK cannot read, or None when it can."""
     try:
         message = strict_json.loads(line)
-    except DuplicateKey as error:
+    except strict_json.DuplicateKey as error:
         # JSON the SDK would read, keeping the last value: refused as a request, with its id unless
         # that is what came twice
         request_id = None if error.key == "id" else _request_id(json.loads(line))

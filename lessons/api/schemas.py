@@ -26,10 +26,11 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from lessons.models import MAX_FREQUENCY, MAX_TEXT_CHARS, Lesson, Memory, short_term_validator
-from lessons.search.filters import FOLDED_NAME
+from lessons.search.filters import names_one_of_sql
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
+from lessons.selectors.listing import MEMORY_ORDERINGS
 from lessons.services.common import normalise_names, normalise_terms, normalise_text
 from lessons.text import UNSPACED_SCRIPTS, clean_identifier, clean_name, is_visible, whole_word_pattern
 
@@ -155,6 +156,14 @@ def _in_utc(value: datetime | None) -> datetime | None:
         return value.astimezone(timezone.utc)
     except OverflowError:
         raise PydanticCustomError("moment_range", "Use a moment between years 1 and 9999 in UTC.") from None
+
+
+def _after_since(until: datetime | None, info: ValidationInfo) -> datetime | None:
+    """`until` of a date range: later than its `since` when both are given."""
+    since = info.data.get("since")
+    if until is not None and since is not None and since >= until:
+        raise ValueError("must be after since")
+    return until
 
 
 class TextIn(Schema):
@@ -484,8 +493,8 @@ class MemoryDeletedOut(Schema):
     deleted: bool = Field(description="true: the memory and its earlier versions are gone.")
 
 
-# GET /memories' orders: the value, then what it lists first.
-MEMORY_ORDERS = {
+# What each of GET /memories' orders (selectors.listing.MEMORY_ORDERINGS) lists first.
+MEMORY_ORDER_MEANINGS = {
     "-updated_at": "the most recently changed first (the default)",
     "occurred_at": "in the order they happened: a timeline (a memory without a date by when it was stored)",
     "-occurred_at": "the latest to happen first",
@@ -494,8 +503,10 @@ MEMORY_ORDERS = {
 
 
 class MemoryOrderQuery(Schema):
-    order: Literal[tuple(MEMORY_ORDERS)] = Field("-updated_at", description="; ".join(
-        f"`{order}`: {meaning}" for order, meaning in MEMORY_ORDERS.items()))
+    # spelled from the selector's orderings, so the two cannot disagree (an order without a meaning
+    # here fails at import)
+    order: Literal[tuple(MEMORY_ORDERINGS)] = Field("-updated_at", description="; ".join(
+        f"`{order}`: {MEMORY_ORDER_MEANINGS[order]}" for order in MEMORY_ORDERINGS))
 
 
 class MemoryFilters(FilterSchema):
@@ -517,14 +528,7 @@ class MemoryFilters(FilterSchema):
 
     _lowercase_terms = field_validator("category", "emotion")(_lowercase)
     _dates_in_utc = field_validator("since", "until")(_in_utc)
-
-    @field_validator("until")
-    @classmethod
-    def _until_after_since(cls, until: datetime | None, info: ValidationInfo) -> datetime | None:
-        since = info.data.get("since")
-        if until is not None and since is not None and since >= until:
-            raise ValueError("must be after since")
-        return until
+    _until_after_since = field_validator("until")(_after_since)
 
     def filter_since(self, value: datetime | None) -> Q:
         # when it happened, else when it was stored: coalesce(occurred_at, created_at), as the search filters
@@ -561,11 +565,7 @@ class MemoryFilters(FilterSchema):
         if not names:
             return Q()
         table = Memory._meta.db_table
-        return Q(RawSQL(
-            f'EXISTS (SELECT 1 FROM unnest("{table}"."people") AS p(name) WHERE {FOLDED_NAME.format("p.name")}'
-            f' = ANY(SELECT {FOLDED_NAME.format("v")} FROM unnest(%s::text[]) AS v))',
-            [names], output_field=BooleanField(),
-        ))
+        return Q(RawSQL(names_one_of_sql(f'"{table}"."people"'), [names], output_field=BooleanField()))
 
 
 # --- search --------------------------------------------------------------------------------
@@ -628,14 +628,7 @@ class SearchFiltersIn(StrictIn):
     include_versions: bool = Field(False, description="Memories: also search earlier versions.")
 
     _in_utc = field_validator("since", "until")(_in_utc)
-
-    @field_validator("until")
-    @classmethod
-    def _until_after_since(cls, until: datetime | None, info: ValidationInfo) -> datetime | None:
-        since = info.data.get("since")
-        if until is not None and since is not None and since >= until:
-            raise ValueError("must be after since")
-        return until
+    _until_after_since = field_validator("until")(_after_since)
 
 
 class SearchWeightsIn(StrictIn):

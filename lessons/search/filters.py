@@ -27,6 +27,13 @@ PERSON_TEXT_MIN_LETTERS = 2
 FOLDED_NAME = "unaccent(lower({}))"
 
 
+def names_one_of_sql(people: str) -> str:
+    """A boolean SQL expression: the array column `people` holds one of the names given as its one
+    parameter (a text[]), compared folded (FOLDED_NAME)."""
+    return (f"EXISTS (SELECT 1 FROM unnest({people}) AS p(name) WHERE {FOLDED_NAME.format('p.name')}"
+            f" = ANY(SELECT {FOLDED_NAME.format('v')} FROM unnest(%s::text[]) AS v))")
+
+
 def table_for(kind: str) -> str:
     return Lesson._meta.db_table if kind == "lessons" else Memory._meta.db_table
 
@@ -119,8 +126,7 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             names = [clean_name(name) for name in filters.people]
             ascii_only = all(name.isascii() for name in names)
             add(
-                f"EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE {FOLDED_NAME.format('p.name')}"
-                f" = ANY(SELECT {FOLDED_NAME.format('v')} FROM unnest(%s::text[]) AS v))",
+                names_one_of_sql("t.people"),
                 [name.lower() if ascii_only else name for name in names],
                 facet="people" if ascii_only else None,
             )

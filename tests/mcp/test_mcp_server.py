@@ -407,6 +407,14 @@ def _send(server, message) -> None:
     server.stdin.flush()
 
 
+def _stop(server) -> None:
+    """End the session as a client does (its stdin closed) and wait for the server to exit."""
+    server.stdin.close()
+    server.wait(timeout=60)
+    server.stdout.close()
+    server.stderr.close()
+
+
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
 
@@ -427,10 +435,7 @@ def test_lines_the_sdk_cannot_read_are_answered_not_dropped(team):
         _send(server, {"jsonrpc": "2.0", "id": 8, "method": "ping"})
         answers = [json.loads(server.stdout.readline()) for _ in range(4)]
     finally:
-        server.stdin.close()
-        server.wait(timeout=60)
-        server.stdout.close()
-        server.stderr.close()
+        _stop(server)
     assert answers[0]["id"] is None and answers[0]["error"]["code"] == -32700
     assert answers[1]["id"] == 7 and answers[1]["error"]["code"] == -32602
     assert answers[1]["error"]["message"].startswith("params.arguments.title: not valid Unicode text")
@@ -488,10 +493,7 @@ def test_a_line_nested_too_deeply_is_answered_and_the_session_goes_on(team):
         _send(server, {"jsonrpc": "2.0", "id": 8, "method": "ping"})
         answers = [json.loads(server.stdout.readline()) for _ in range(3)]
     finally:
-        server.stdin.close()
-        server.wait(timeout=60)
-        server.stdout.close()
-        server.stderr.close()
+        _stop(server)
     assert answers[0]["error"]["code"] == -32700 and "nested too deeply" in answers[0]["error"]["message"]
     # a byte that is not UTF-8 is refused, as the imports refuse it; it was stored as "caf\ufffd"
     assert answers[1]["error"]["code"] == -32700 and answers[1]["error"]["message"].startswith("not UTF-8 text")
