@@ -15,7 +15,8 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
-from django.db.models import Func, Q
+from django.db.models import F, Func, Q
+from django.db.models.functions import Coalesce
 from django.utils.text import Truncator
 from pgvector.django import HnswIndex, VectorField
 
@@ -35,6 +36,11 @@ long_text_validator = MaxLengthValidator(MAX_TEXT_CHARS)
 LESSON_FILTER_COLUMNS = ["team", "status", "category", "tech_stacks", "project_types", "tags", "updated_at"]
 MEMORY_FILTER_COLUMNS = ["team", "current_version", "categories", "importance", "people", "emotions", "occurred_at",
                          "created_at"]
+# When a memory happened: occurred_at, else when it was stored. The timeline's order, the lists'
+# since/until and a search's filters read it; an index holds it (memory_current_timeline), so a
+# query must spell it this way to be served by that index.
+MEMORY_HAPPENED_AT = Coalesce("occurred_at", "created_at")
+CURRENT_MEMORY = Q(current_version__isnull=True)  # the memory as it stands, not an earlier version
 # A btree entry holds at most 2,704 bytes, so the term lists those indexes carry have a budget: 50
 # tags of 64 characters (what the API allowed) failed the INSERT ("index row size 3504 exceeds
 # btree version 4 maximum 2704"), answered as an outage, and stopped an import halfway. Each term
@@ -382,9 +388,16 @@ class Memory(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
             models.CheckConstraint(condition=~Q(content=""), name="memory_content_not_empty"),
         ]
         indexes = [
-            models.Index(fields=["team", "current_version", "-updated_at"], name="memory_team_recent"),
+            # The lists' orders, over current memories only: `current_version IS NULL` is no equality,
+            # so an index with current_version as a column could not give the rows in order (a
+            # page of a 100,000-memory team sorted them all: 45-53 ms, now 1.6-1.9).
+            models.Index(F("team"), F("updated_at").desc(), F("id").desc(), condition=CURRENT_MEMORY,
+                         name="memory_current_recent"),
+            models.Index(F("team"), MEMORY_HAPPENED_AT, F("id"), condition=CURRENT_MEMORY,
+                         name="memory_current_timeline"),
+            models.Index(F("team"), F("importance").desc(), F("updated_at").desc(), F("id").desc(),
+                         condition=CURRENT_MEMORY, name="memory_current_importance"),
             models.Index(fields=["id"], include=MEMORY_FILTER_COLUMNS, name="memory_filter_columns"),
-            models.Index(fields=["team", "occurred_at"], name="memory_team_occurred"),
             GinIndex(fields=["search_vector"], name="memory_search_vector_gin"),
             GinIndex(fields=["categories"], name="memory_categories_gin"),
             GinIndex(fields=["emotions"], name="memory_emotions_gin"),

@@ -13,6 +13,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
+from django.db.models.lookups import GreaterThanOrEqual, LessThan
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
 from pydantic import (
     AfterValidator,
@@ -25,7 +26,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from lessons.models import MAX_FREQUENCY, MAX_TEXT_CHARS, Lesson, Memory, short_term_validator
+from lessons.models import MAX_FREQUENCY, MAX_TEXT_CHARS, MEMORY_HAPPENED_AT, Lesson, Memory, short_term_validator
 from lessons.search.filters import names_one_of_sql
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
@@ -531,15 +532,12 @@ class MemoryFilters(FilterSchema):
     _until_after_since = field_validator("until")(_after_since)
 
     def filter_since(self, value: datetime | None) -> Q:
-        # when it happened, else when it was stored: coalesce(occurred_at, created_at), as the search filters
-        if value is None:
-            return Q()
-        return Q(occurred_at__gte=value) | Q(occurred_at__isnull=True, created_at__gte=value)
+        # when it happened, else when it was stored, as the search filters; spelled as the timeline's
+        # index spells it (MEMORY_HAPPENED_AT), so a date range reads that index
+        return Q() if value is None else Q(GreaterThanOrEqual(MEMORY_HAPPENED_AT, value))
 
     def filter_until(self, value: datetime | None) -> Q:
-        if value is None:
-            return Q()
-        return Q(occurred_at__lt=value) | Q(occurred_at__isnull=True, created_at__lt=value)
+        return Q() if value is None else Q(LessThan(MEMORY_HAPPENED_AT, value))
     _no_nul = field_validator("*")(_refuse_nul)
     _words = field_validator("text")(_words_given)
     _identifier = field_validator("external_id")(_identifier_as_stored)

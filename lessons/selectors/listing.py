@@ -6,10 +6,9 @@ for the caller to paginate.
 """
 
 from django.db.models import QuerySet
-from django.db.models.functions import Coalesce
 from ninja import FilterSchema
 
-from lessons.models import Lesson, Memory, Team
+from lessons.models import CURRENT_MEMORY, MEMORY_HAPPENED_AT, Lesson, Memory, Team
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.spellings import spelled_values, stored_spellings
 
@@ -43,12 +42,11 @@ def lesson_get(*, team: Team, lesson_id: int) -> Lesson:
 
 
 # A memory happened at `occurred_at`, else when it was stored (as a search's since/until read it);
-# the id breaks ties, so pages do not overlap.
-_HAPPENED = Coalesce("occurred_at", "created_at")
+# the id breaks ties, so pages do not overlap. Each order has its index (lessons.models.Memory).
 MEMORY_ORDERINGS = {
     "-updated_at": ("-updated_at", "-id"),
-    "occurred_at": (_HAPPENED.asc(), "id"),
-    "-occurred_at": (_HAPPENED.desc(), "-id"),
+    "occurred_at": (MEMORY_HAPPENED_AT.asc(), "id"),
+    "-occurred_at": (MEMORY_HAPPENED_AT.desc(), "-id"),
     "-importance": ("-importance", "-updated_at", "-id"),
 }
 
@@ -57,7 +55,7 @@ def memory_list(*, team: Team, filters: FilterSchema | None = None, order: str =
     """Current memories only, in `order` (a key of MEMORY_ORDERINGS); earlier versions are reached
     through `memory_versions`."""
     memories = (
-        Memory.objects.filter(team=team, current_version__isnull=True).defer("embedding", "search_vector")
+        Memory.objects.filter(CURRENT_MEMORY, team=team).defer("embedding", "search_vector")
         .order_by(*MEMORY_ORDERINGS[order])
     )
     if filters is None:

@@ -15,10 +15,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import connection
 from django.db.models import F, Q, QuerySet
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from lessons.models import Memory, Team
+from lessons.models import CURRENT_MEMORY, MEMORY_HAPPENED_AT, Memory, Team
 from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
 from lessons.search.filters import FOLDED_NAME, filter_clause
 from lessons.text import clean_name
@@ -49,9 +48,9 @@ class PeopleListing:
 
 def _current(*, team: Team) -> QuerySet[Memory]:
     return (
-        Memory.objects.filter(team=team, current_version__isnull=True)
+        Memory.objects.filter(CURRENT_MEMORY, team=team)
         .defer("embedding", "search_vector")
-        .annotate(moment=Coalesce("occurred_at", "created_at"))
+        .annotate(moment=MEMORY_HAPPENED_AT)
     )
 
 

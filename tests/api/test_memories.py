@@ -187,6 +187,41 @@ def test_a_timeline_lists_memories_in_the_order_they_happened_within_a_date_rang
         assert response.json()["errors"][0]["field"] == field, response.json()
 
 
+@pytest.mark.parametrize("params, index", [
+    ({}, "memory_current_recent"),
+    ({"order": "occurred_at"}, "memory_current_timeline"),
+    ({"order": "-occurred_at"}, "memory_current_timeline"),
+    ({"order": "-importance"}, "memory_current_importance"),
+    ({"order": "occurred_at", "since": "2024-02-01", "until": "2024-03-01"}, "memory_current_timeline"),
+])
+def test_a_page_of_a_large_memory_list_reads_its_order_from_an_index_not_a_sort(api, team, params, index):
+    # 5,000 memories (a tenth undated) and fresh statistics, as a deployment has; earlier versions
+    # stay out of the pages and out of the indexes. Before, every page sorted the team's memories.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """INSERT INTO lessons_memory (team_id, content, details, categories, importance, people, emotions,
+                   occurred_at, version, created_at, updated_at, returned_count, used_count, not_helpful_count,
+                   embedding_model, content_hash)
+               SELECT %s, 'memory ' || g, '', '{}', 1 + g %% 10, '{}', '{}',
+                   CASE WHEN g %% 10 = 0 THEN NULL ELSE timestamptz '2024-01-01' + g * interval '1 hour' END,
+                   1, now() - g * interval '1 minute', now() - g * interval '1 second', 0, 0, 0, '', ''
+               FROM generate_series(1, 5000) AS g""",
+            [team.pk],
+        )
+        cursor.execute("ANALYZE lessons_memory")
+    with CaptureQueriesContext(connection) as queries:
+        response = api.get("/memories", params)
+    assert response.status_code == 200, response.content
+    page = next(q["sql"] for q in queries.captured_queries if "LIMIT 20" in q["sql"] and "lessons_memory" in q["sql"])
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + page)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert index in plan and "Sort" not in plan, plan
+
+
 def test_a_version_is_dated_when_its_text_was_written_not_at_a_later_edit(api, team):
     from datetime import UTC, datetime
 
