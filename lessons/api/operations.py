@@ -27,6 +27,7 @@ from lessons.api.schemas import (
     MemoryIdIn,
     MemoryIn,
     MemoryLimitQuery,
+    MemoryListIn,
     MemoryUpdateIn,
     PanicAttacksQuery,
     PatternsQuery,
@@ -40,7 +41,7 @@ from lessons.search import SearchFilters, SearchRequest, SearchRequestError
 from lessons.search import search as run_search
 from lessons.search.serialise import search_response_as_dict
 from lessons.selectors.lessons import lessons_for_session, lessons_patterns_for_feature, lessons_relevant
-from lessons.selectors.listing import memory_get, memory_versions
+from lessons.selectors.listing import memory_get, memory_list, memory_versions
 from lessons.selectors.memories import (
     memories_by_emotion,
     memories_by_person,
@@ -245,6 +246,11 @@ def delete_memory(*, team: Team, payload: MemoryDeleteIn) -> dict:
 
 def friends(*, team: Team, payload: MemoryLimitQuery):
     return memories_friends(team=team, limit=payload.limit)
+
+
+def list_memories(*, team: Team, payload: MemoryListIn) -> dict:
+    memories = memory_list(team=team, filters=payload.filters(), order=payload.order)
+    return {"total": memories.count(), "results": list(memories[payload.offset:payload.offset + payload.limit])}
 
 
 def panic_attacks(*, team: Team, payload: PanicAttacksQuery):

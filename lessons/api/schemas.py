@@ -503,6 +503,16 @@ MEMORY_ORDER_MEANINGS = {
 }
 
 
+DEFAULT_PAGE_SIZE = 20
+
+
+class PageQuery(Schema):
+    """A page of a list: `limit` rows from `offset` (the lists' pagination and list_memories)."""
+
+    limit: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_LIMIT, description=f"Rows per page, 1..{MAX_LIMIT}.")
+    offset: int = Field(0, ge=0, le=MAX_ID, description="Rows to skip.")
+
+
 class MemoryOrderQuery(Schema):
     # spelled from the selector's orderings, so the two cannot disagree (an order without a meaning
     # here fails at import)
@@ -515,13 +525,21 @@ class MemoryFilters(FilterSchema):
         None, max_length=MAX_QUERY_CHARS,
         description="Words in the content or details (each of them, whole words, any case and order).",
     )
-    category: Annotated[list[str] | None, FilterLookup("categories__overlap")] = None
+    category: Annotated[list[str] | None, FilterLookup("categories__overlap")] = Field(
+        None, description="Its categories hold one of these (repeat the parameter for more than one)."
+    )
     person: list[str] | None = Field(
         None, description="Its people name one of these (any case, with or without accents)."
     )
-    emotion: Annotated[list[str] | None, FilterLookup("emotions__overlap")] = None
-    min_importance: Annotated[int | None, FilterLookup("importance__gte")] = Field(None, ge=1, le=10)
-    external_id: Annotated[str | None, FilterLookup("external_id")] = None
+    emotion: Annotated[list[str] | None, FilterLookup("emotions__overlap")] = Field(
+        None, description="Its emotions hold one of these (repeat the parameter for more than one)."
+    )
+    min_importance: Annotated[int | None, FilterLookup("importance__gte")] = Field(
+        None, ge=1, le=10, description="Importance at least this, 1..10."
+    )
+    external_id: Annotated[str | None, FilterLookup("external_id")] = Field(
+        None, description="The memory stored under this id of yours."
+    )
     since: datetime | None = Field(None, description=(
         "Happened at or after this moment (ISO 8601; a memory without a date by when it was stored), as a "
         "search's `since` reads memories."))
@@ -564,6 +582,15 @@ class MemoryFilters(FilterSchema):
             return Q()
         table = Memory._meta.db_table
         return Q(RawSQL(names_one_of_sql(f'"{table}"."people"'), [names], output_field=BooleanField()))
+
+
+class MemoryListIn(TextIn, MemoryFilters, MemoryOrderQuery, PageQuery):
+    """`GET /memories`' query string as one object, for the list_memories tool: its filters, its
+    order and a page. Built from the endpoint's own schemas, so the two cannot drift apart."""
+
+    def filters(self) -> MemoryFilters:
+        # the filter fields only: a FilterSchema turns every field it has into a condition
+        return MemoryFilters.model_construct(**{name: getattr(self, name) for name in MemoryFilters.model_fields})
 
 
 # --- search --------------------------------------------------------------------------------
@@ -774,7 +801,8 @@ class PanicAttacksQuery(TextIn):
 
 class MemoryListOut(Schema):
     """A listing (not a search): every memory that matches, in the listing's documented order;
-    no scores or relevance labels. `total` counts them all, `results` holds the first `limit`."""
+    no scores or relevance labels. `total` counts them all, `results` holds the first `limit`
+    (from `offset`, for list_memories)."""
 
     total: int
     results: list[MemoryOut]

@@ -31,6 +31,7 @@ from lessons.api.schemas import (
     MemoryIdIn,
     MemoryIn,
     MemoryLimitQuery,
+    MemoryListIn,
     MemoryListOut,
     MemoryOut,
     MemoryUpdateIn,
@@ -288,6 +289,17 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
         input=MemoryDeleteIn,
         output=MemoryDeletedOut,
         operation=operations.delete_memory,
+    ),
+    AgentTool(
+        name="list_memories",
+        description="List memories as stored, not ranked: filtered by words (`text`), category, person, emotion, "
+        "min_importance, external_id and when they happened (`since`, `until`), in an `order`: `occurred_at` "
+        "for a timeline, `-occurred_at`, `-importance`, or the most recently changed first (the default). "
+        "`total` counts every match; `results` holds `limit` of them from `offset`.",
+        endpoint="GET /memories",
+        input=MemoryListIn,
+        output=MemoryListOut,
+        operation=operations.list_memories,
     ),
     AgentTool(
         name="get_all_friends",

@@ -96,6 +96,7 @@ def test_every_tool_declares_what_it_answers_and_answers_it(team):
             "get_panic_attacks": await client.call_tool("get_panic_attacks", {}),
             "get_interests": await client.call_tool("get_interests", {}),
             "get_events": await client.call_tool("get_events", {}),
+            "list_memories": await client.call_tool("list_memories", {"order": "occurred_at"}),
             "search_by_person": await client.call_tool("search_by_person", {"name": "Zoe"}),
             "search_by_emotion": await client.call_tool("search_by_emotion", {"emotion": "happy"}),
             "search_across_versions": await client.call_tool("search_across_versions", {"query": "coffee"}),
@@ -328,6 +329,51 @@ def test_listing_tools_answer_people_and_every_panic_attack_without_labels(team)
     listed = _payload(panics)
     assert listed["total"] == 1 and [m["id"] for m in listed["results"]] == [panic.pk]
     assert "relevance" not in listed["results"][0] and "score" not in listed["results"][0]
+
+
+def test_list_memories_answers_a_timeline_filtered_and_paged_as_get_memories_lists_it(team, other_team):
+    # An agent asked "what happened this spring, in order" could only search (ranked, labelled) or
+    # list the last days' events: the list the API had was not a tool.
+    from datetime import UTC, datetime
+
+    from lessons.services.memories import memory_create
+
+    def stored(content, month, **fields):
+        return memory_create(team=team, content=content, occurred_at=datetime(2024, month, 10, tzinfo=UTC),
+                             **fields).pk
+
+    may = stored("First chair finished", 5, people=["Zoë"], importance=8)
+    march = stored("Moved to Leipzig", 3, people=["Zoë", "Sam"])
+    january = stored("Started the carpentry course", 1)
+    april = stored("Sam visited for Easter", 4, people=["Sam"], categories=["event"])
+    memory_create(team=other_team, content="Another team's spring", occurred_at=datetime(2024, 4, 1, tzinfo=UTC))
+
+    async def session(client):
+        def listed(**arguments):
+            return client.call_tool("list_memories", arguments)
+
+        return [
+            await listed(order="occurred_at"),
+            await listed(order="occurred_at", since="2024-03-01T00:00:00Z", until="2024-06-01T00:00:00Z",
+                         limit=2, offset=1),
+            await listed(person=["zoe"], order="-occurred_at"),
+            await listed(category=["event"], min_importance=5),
+            await listed(order="happened"),
+            await listed(since="2024-05-01T00:00:00Z", until="2024-04-01T00:00:00Z"),
+            await listed(limit=0),
+        ]
+
+    timeline, spring_page, zoe, events, bad_order, backwards, no_rows = _run(session)(team)
+    assert _payload(timeline)["total"] == 4
+    assert [m["id"] for m in _payload(timeline)["results"]] == [january, march, april, may]
+    assert "relevance" not in _payload(timeline)["results"][0] and "score" not in _payload(timeline)["results"][0]
+    assert _payload(spring_page)["total"] == 3  # March, April, May; the page is the second and third
+    assert [m["id"] for m in _payload(spring_page)["results"]] == [april, may]
+    assert [m["id"] for m in _payload(zoe)["results"]] == [may, march]  # "zoe" is Zoë, the latest first
+    assert [m["id"] for m in _payload(events)["results"]] == [april]
+    for result, field in [(bad_order, "order"), (backwards, "until"), (no_rows, "limit")]:
+        assert result.is_error, field
+        assert _payload(result)["errors"][0]["field"] == field, _payload(result)
 
 
 def _not_migrated() -> ProgrammingError:
