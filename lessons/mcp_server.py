@@ -34,11 +34,12 @@ SERVER_NAME = "memory-store"
 INSTRUCTIONS = (
     "A memory store of lessons learned and personal memories. Search lessons before designing or "
     "debugging (search_lessons, patterns_for_feature); store or propose what you learn (store_lesson, "
-    "propose_lesson). After a search, report the results you used with report_usage and the answer's "
-    "search_id: what agents use ranks higher. Memories: store_memory, get_memory (with its versions), "
-    "list_memories (filtered, in an order: a timeline with order occurred_at), update_memory and "
-    "delete_memory; pass the updated_at you read as expected_updated_at, so a change someone made "
-    "meanwhile is not lost (the call is refused instead). Every tool sees only this server's team."
+    "propose_lesson); list_lessons lists them by filters, not ranked. After a search, report the results "
+    "you used with report_usage and the answer's search_id: what agents use ranks higher. Memories: "
+    "store_memory, get_memory (with its versions), list_memories (filtered, in an order: a timeline with "
+    "order occurred_at), update_memory and delete_memory; pass the updated_at you read as "
+    "expected_updated_at, so a change someone made meanwhile is not lost (the call is refused instead). "
+    "Every tool sees only this server's team."
 )
 
 

@@ -22,6 +22,7 @@ from lessons.api.schemas import (
     EventsQuery,
     FeedbackIn,
     LessonIn,
+    LessonListIn,
     LessonProposeIn,
     MemoryDeleteIn,
     MemoryIdIn,
@@ -41,7 +42,7 @@ from lessons.search import SearchFilters, SearchRequest, SearchRequestError
 from lessons.search import search as run_search
 from lessons.search.serialise import search_response_as_dict
 from lessons.selectors.lessons import lessons_for_session, lessons_patterns_for_feature, lessons_relevant
-from lessons.selectors.listing import memory_get, memory_list, memory_versions
+from lessons.selectors.listing import lesson_list, memory_get, memory_list, memory_versions
 from lessons.selectors.memories import (
     memories_by_emotion,
     memories_by_person,
@@ -248,9 +249,16 @@ def friends(*, team: Team, payload: MemoryLimitQuery):
     return memories_friends(team=team, limit=payload.limit)
 
 
+def _page(rows, *, payload) -> dict:
+    return {"total": rows.count(), "results": list(rows[payload.offset:payload.offset + payload.limit])}
+
+
+def list_lessons(*, team: Team, payload: LessonListIn) -> dict:
+    return _page(lesson_list(team=team, filters=payload.filters()), payload=payload)
+
+
 def list_memories(*, team: Team, payload: MemoryListIn) -> dict:
-    memories = memory_list(team=team, filters=payload.filters(), order=payload.order)
-    return {"total": memories.count(), "results": list(memories[payload.offset:payload.offset + payload.limit])}
+    return _page(memory_list(team=team, filters=payload.filters(), order=payload.order), payload=payload)
 
 
 def panic_attacks(*, team: Team, payload: PanicAttacksQuery):

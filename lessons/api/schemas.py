@@ -349,6 +349,22 @@ def _every_word(text: str | None, *fields: str) -> Q:
     return condition
 
 
+DEFAULT_PAGE_SIZE = 20
+
+
+def _filters_only(filters: type[FilterSchema], values: Schema) -> FilterSchema:
+    """The filter fields of `values` (a list tool's arguments) as `filters`: a FilterSchema turns
+    every field it has into a condition, and a page's limit is none."""
+    return filters.model_construct(**{name: getattr(values, name) for name in filters.model_fields})
+
+
+class PageQuery(Schema):
+    """A page of a list: `limit` rows from `offset` (the lists' pagination, list_lessons and list_memories)."""
+
+    limit: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_LIMIT, description=f"Rows per page, 1..{MAX_LIMIT}.")
+    offset: int = Field(0, ge=0, le=MAX_ID, description="Rows to skip.")
+
+
 class LessonFilters(FilterSchema):
     text: str | None = Field(
         None, max_length=MAX_QUERY_CHARS,
@@ -361,10 +377,19 @@ class LessonFilters(FilterSchema):
     category: Annotated[list[str] | None, FilterLookup("category__in")] = Field(
         None, description="Any of these categories (repeat the parameter for more than one)."
     )
-    tech_stack: Annotated[list[str] | None, FilterLookup("tech_stacks__overlap")] = None
-    project_type: Annotated[list[str] | None, FilterLookup("project_types__overlap")] = None
-    tag: Annotated[list[str] | None, FilterLookup("tags__overlap")] = None
-    external_id: Annotated[str | None, FilterLookup("external_id")] = None
+    tech_stack: Annotated[list[str] | None, FilterLookup("tech_stacks__overlap")] = Field(
+        None, description="Its tech stacks hold one of these, in any spelling the team stores (`nextjs` is "
+        "`next.js`; repeat the parameter for more than one)."
+    )
+    project_type: Annotated[list[str] | None, FilterLookup("project_types__overlap")] = Field(
+        None, description="Its project types hold one of these (repeat the parameter for more than one)."
+    )
+    tag: Annotated[list[str] | None, FilterLookup("tags__overlap")] = Field(
+        None, description="Its tags hold one of these (repeat the parameter for more than one)."
+    )
+    external_id: Annotated[str | None, FilterLookup("external_id")] = Field(
+        None, description="The lesson stored under this id of yours."
+    )
 
     _lowercase_terms = field_validator("category", "tech_stack", "project_type", "tag")(_lowercase)
     _no_nul = field_validator("*")(_refuse_nul)
@@ -373,6 +398,22 @@ class LessonFilters(FilterSchema):
 
     def filter_text(self, value: str | None) -> Q:
         return _every_word(value, "title", "description")
+
+
+class LessonListIn(TextIn, LessonFilters, PageQuery):
+    """`GET /lessons`' query string as one object, for the list_lessons tool: its filters and a
+    page. Built from the endpoint's own schemas, so the two cannot drift apart."""
+
+    def filters(self) -> LessonFilters:
+        return _filters_only(LessonFilters, self)
+
+
+class LessonListOut(Schema):
+    """A list (not a search): lessons, the most recently changed first; no scores or relevance
+    labels. `total` counts every lesson that matches; `results` holds `limit` of them from `offset`."""
+
+    total: int
+    results: list[LessonOut]
 
 
 # --- memories ------------------------------------------------------------------------------
@@ -503,16 +544,6 @@ MEMORY_ORDER_MEANINGS = {
 }
 
 
-DEFAULT_PAGE_SIZE = 20
-
-
-class PageQuery(Schema):
-    """A page of a list: `limit` rows from `offset` (the lists' pagination and list_memories)."""
-
-    limit: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_LIMIT, description=f"Rows per page, 1..{MAX_LIMIT}.")
-    offset: int = Field(0, ge=0, le=MAX_ID, description="Rows to skip.")
-
-
 class MemoryOrderQuery(Schema):
     # spelled from the selector's orderings, so the two cannot disagree (an order without a meaning
     # here fails at import)
@@ -589,8 +620,7 @@ class MemoryListIn(TextIn, MemoryFilters, MemoryOrderQuery, PageQuery):
     order and a page. Built from the endpoint's own schemas, so the two cannot drift apart."""
 
     def filters(self) -> MemoryFilters:
-        # the filter fields only: a FilterSchema turns every field it has into a condition
-        return MemoryFilters.model_construct(**{name: getattr(self, name) for name in MemoryFilters.model_fields})
+        return _filters_only(MemoryFilters, self)
 
 
 # --- search --------------------------------------------------------------------------------

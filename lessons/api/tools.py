@@ -24,6 +24,8 @@ from lessons.api.schemas import (
     FeedbackIn,
     FeedbackOut,
     LessonIn,
+    LessonListIn,
+    LessonListOut,
     LessonOut,
     LessonProposeIn,
     MemoryDeletedOut,
@@ -235,6 +237,16 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
         input=SessionIn,
         output=SearchOut,
         operation=operations.session_lessons,
+    ),
+    AgentTool(
+        name="list_lessons",
+        description="List lessons as stored, not ranked: filtered by words (`text`), status (`proposed` for what "
+        "waits for a curator), category, tech_stack, project_type, tag and external_id; the most recently changed "
+        "first. `total` counts every match; `results` holds `limit` of them from `offset`.",
+        endpoint="GET /lessons",
+        input=LessonListIn,
+        output=LessonListOut,
+        operation=operations.list_lessons,
     ),
     AgentTool(
         name="store_lesson",

@@ -97,6 +97,7 @@ def test_every_tool_declares_what_it_answers_and_answers_it(team):
             "get_interests": await client.call_tool("get_interests", {}),
             "get_events": await client.call_tool("get_events", {}),
             "list_memories": await client.call_tool("list_memories", {"order": "occurred_at"}),
+            "list_lessons": await client.call_tool("list_lessons", {"tag": ["deps"]}),
             "search_by_person": await client.call_tool("search_by_person", {"name": "Zoe"}),
             "search_by_emotion": await client.call_tool("search_by_emotion", {"emotion": "happy"}),
             "search_across_versions": await client.call_tool("search_across_versions", {"query": "coffee"}),
@@ -329,6 +330,34 @@ def test_listing_tools_answer_people_and_every_panic_attack_without_labels(team)
     listed = _payload(panics)
     assert listed["total"] == 1 and [m["id"] for m in listed["results"]] == [panic.pk]
     assert "relevance" not in listed["results"][0] and "score" not in listed["results"][0]
+
+
+def test_list_lessons_answers_the_teams_lessons_filtered_and_paged_as_get_lessons_lists_them(team, other_team):
+    proposed = lesson_create(team=team, title="Vendor the wheels", status="proposed", tags=["deps"]).pk
+    pinned = lesson_create(team=team, title="Pin your dependencies", tags=["deps"], tech_stacks=["next.js"]).pk
+    cached = lesson_create(team=team, title="Cache the build", tags=["ci"]).pk
+    lesson_create(team=other_team, title="Another team's dependencies", tags=["deps"])
+
+    async def session(client):
+        def listed(**arguments):
+            return client.call_tool("list_lessons", arguments)
+
+        return [await listed(), await listed(tag=["deps"]), await listed(status=["proposed"]),
+                await listed(tech_stack=["nextjs"]), await listed(limit=1, offset=1), await listed(text="dependencies"),
+                await listed(status=["maybe"]), await listed(order="title")]
+
+    everything, deps, waiting, nextjs, second, words, bad_status, no_order = _run(session)(team)
+    assert _payload(everything)["total"] == 3
+    assert [row["id"] for row in _payload(everything)["results"]] == [cached, pinned, proposed]  # newest first
+    assert "relevance" not in _payload(everything)["results"][0] and "score" not in _payload(everything)["results"][0]
+    assert [row["id"] for row in _payload(deps)["results"]] == [pinned, proposed]
+    assert [row["id"] for row in _payload(waiting)["results"]] == [proposed]
+    assert [row["id"] for row in _payload(nextjs)["results"]] == [pinned]  # in the spelling the team stores
+    assert _payload(second)["total"] == 3 and [row["id"] for row in _payload(second)["results"]] == [pinned]
+    assert [row["id"] for row in _payload(words)["results"]] == [pinned]
+    for result, field in [(bad_status, "status.0"), (no_order, "order")]:
+        assert result.is_error, field
+        assert _payload(result)["errors"][0]["field"] == field, _payload(result)
 
 
 def test_list_memories_answers_a_timeline_filtered_and_paged_as_get_memories_lists_it(team, other_team):
