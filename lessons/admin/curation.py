@@ -15,8 +15,11 @@ from lessons.models import Team
 
 
 class TeamField(forms.ModelChoiceField):
+    notes: dict[int, str] = {}  # a word beside a team's name, by team id ("3 waiting")
+
     def label_from_instance(self, team):
-        return f"{team.name} ({team.slug})" if team.name != team.slug else team.slug
+        label = f"{team.name} ({team.slug})" if team.name != team.slug else team.slug
+        return f"{label} \N{EM DASH} {self.notes[team.pk]}" if team.pk in self.notes else label
 
 
 def team_field() -> TeamField:

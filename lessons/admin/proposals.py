@@ -21,8 +21,8 @@ from lessons.admin.curation import (
     require,
     team_field,
 )
-from lessons.models import Lesson, LessonStatus
-from lessons.selectors.curation import proposal_count, proposal_queue
+from lessons.models import Lesson, LessonStatus, Team
+from lessons.selectors.curation import proposal_count, proposal_queue, proposals_waiting_by_team
 from lessons.services import curation as curation_services
 from lessons.services import lessons as lesson_services
 
@@ -38,7 +38,15 @@ def proposals_view(model_admin, request):
     require(model_admin.has_view_permission(request))
     if request.method == "POST":
         return _act(model_admin, request)
-    form = ProposalsFilter(request.GET)
+    waiting = proposals_waiting_by_team()
+    asked = request.GET
+    if not asked.get("team"):
+        # Opened without a team (the index's "Review proposals"): the team with the most waiting,
+        # not the first by name, which showed "Nothing to review" while another team had 16.
+        asked = asked.copy()
+        asked["team"] = _busiest(waiting).slug if waiting else getattr(chosen_team(None), "slug", "")
+    form = ProposalsFilter(asked)
+    form.fields["team"].notes = {team_id: f"{count} waiting" for team_id, count in waiting.items()}
     form.is_valid()
     team = None if "team" in form.errors else chosen_team(form.cleaned_data.get("team"))
     total = proposal_count(team=team) if team else 0
@@ -66,6 +74,11 @@ def proposals_view(model_admin, request):
         can_merge=model_admin.has_change_permission(request) and model_admin.has_delete_permission(request),
     )
     return TemplateResponse(request, "admin/lessons/lesson/proposals.html", context)
+
+
+def _busiest(waiting: dict[int, int]) -> Team:
+    teams = Team.objects.filter(pk__in=waiting)
+    return min(teams, key=lambda team: (-waiting[team.pk], team.slug))
 
 
 def _act(model_admin, request):

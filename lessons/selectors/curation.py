@@ -17,7 +17,7 @@ from datetime import datetime
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from lessons.models import (
     DuplicateDismissal,
@@ -221,6 +221,12 @@ SELECT p.id, n.id, n.distance
 
 def proposal_count(*, team: Team) -> int:
     return Lesson.objects.filter(team=team, status=LessonStatus.PROPOSED).count()
+
+
+def proposals_waiting_by_team() -> dict[int, int]:
+    """How many proposals wait in each team that has any, by team id (one query)."""
+    waiting = Lesson.objects.filter(status=LessonStatus.PROPOSED).values("team").annotate(n=Count("id"))
+    return {row["team"]: row["n"] for row in waiting}
 
 
 def proposal_queue(

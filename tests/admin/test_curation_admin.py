@@ -93,6 +93,27 @@ def test_the_redirect_stays_on_this_site(admin_client, team):
     assert response["Location"] == DUPLICATES
 
 
+def test_the_queue_opens_on_the_team_with_the_most_proposals_and_says_what_waits_where(admin_client, team):
+    # "aardvark" sorts first: the queue used to open on it, "Nothing to review", while acme had two.
+    from tests.factories import TeamFactory
+
+    TeamFactory(slug="aardvark", name="aardvark")
+    busy = TeamFactory(slug="zebra", name="Zebra")
+    for title in ("Pin the base image", "Cache the wheels"):
+        lesson(team, {"title": title}, status="proposed")
+    lesson(busy, {"title": "Vendor the wheels"}, status="proposed")
+    response = admin_client.get(PROPOSALS)
+    assert response.context["team"] == team and response.context["total"] == 2
+    page = response.content.decode()
+    assert re.search(r'<option value="acme" selected>Acme \(acme\) \u2014 2 waiting</option>', page), page
+    assert '<option value="zebra">Zebra (zebra) \u2014 1 waiting</option>' in page
+    assert '<option value="aardvark">aardvark</option>' in page  # nothing waits there: no note
+    assert admin_client.get(PROPOSALS, {"team": "zebra"}).context["total"] == 1  # a team asked for is kept
+    assert admin_client.get(PROPOSALS, {"team": "aardvark"}).context["total"] == 0
+    Lesson.objects.filter(status="proposed").update(status="rejected")
+    assert admin_client.get(PROPOSALS).context["team"].slug == "aardvark"  # none waits: the first by slug
+
+
 def test_a_handled_proposal_is_not_handled_twice(admin_client, team):
     proposal = lesson(team, DOCKER_PIN, status="proposed")
     target = lesson(team, DOCKER_PIN_AGAIN)

@@ -55,11 +55,14 @@ def test_proposals_queue_accept_reject_and_merge_into_a_neighbour(admin_page, cu
     good = lesson(team, N_PLUS_ONE_AGAIN, status="proposed")
     bad = lesson(team, {"title": "Commit node_modules to the repository"}, status="proposed")
     embed(pin, *others, duplicate, good, bad)
+    TeamFactory(slug="aardvark", name="aardvark")  # first by name, nothing waiting: not where the queue opens
 
     admin_page.goto("/admin/")
     admin_page.get_by_role("link", name="Review proposals").click()
     expect(admin_page.locator("h1")).to_have_text("Proposals to review")
     expect(admin_page.locator(".curation-summary")).to_contain_text("3 proposals waiting in Acme")
+    expect(admin_page.locator("#id_team option:checked")).to_have_text("Acme (acme) \u2014 3 waiting")
+    expect(admin_page.locator("#id_team option").first).to_have_text("aardvark")
     card = admin_page.locator(f"#proposal-{duplicate.pk}")
     neighbours = card.locator(".neighbour")
     expect(neighbours).to_have_count(3)
@@ -72,6 +75,7 @@ def test_proposals_queue_accept_reject_and_merge_into_a_neighbour(admin_page, cu
     card.locator(f'.neighbour[data-lesson="{pin.pk}"]').get_by_role("button", name="Merge into this").click()
     expect(message(admin_page)).to_contain_text(f"Merged the proposal into #{pin.pk}")
     expect(admin_page.locator(f"#proposal-{duplicate.pk}")).to_have_count(0)
+    expect(admin_page.locator("#id_team option:checked")).to_have_text("Acme (acme) \u2014 2 waiting")
     pin.refresh_from_db()
     assert (pin.title, pin.frequency, pin.confidence, pin.tags) == (DOCKER_PIN["title"], 3, 0.9, ["docker", "builds"])
     assert not Lesson.objects.filter(pk=duplicate.pk).exists()
