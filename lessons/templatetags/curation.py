@@ -2,7 +2,7 @@
 
 from django import template
 
-from lessons.selectors.curation import lesson_merge_history, memory_merge_history
+from lessons.selectors.curation import lesson_merge_history, memory_merge_history, proposals_waiting_by_team
 from lessons.selectors.curation import memory_history as memory_history_selector
 
 register = template.Library()
@@ -22,6 +22,12 @@ def memory_history(context, memory):
         "can_restore": request is not None and request.user.has_perm("lessons.change_memory"),
         "csrf_token": context.get("csrf_token"),
     }
+
+
+@register.simple_tag
+def proposals_waiting() -> int:
+    """How many proposals wait for a curator, in every team (the index's "Review proposals")."""
+    return sum(proposals_waiting_by_team().values())
 
 
 @register.simple_tag

@@ -102,6 +102,7 @@ def test_the_queue_opens_on_the_team_with_the_most_proposals_and_says_what_waits
     for title in ("Pin the base image", "Cache the wheels"):
         lesson(team, {"title": title}, status="proposed")
     lesson(busy, {"title": "Vendor the wheels"}, status="proposed")
+    assert '<td class="curation-waiting">3 waiting</td>' in admin_client.get("/admin/").content.decode()
     response = admin_client.get(PROPOSALS)
     assert response.context["team"] == team and response.context["total"] == 2
     page = response.content.decode()
@@ -112,6 +113,7 @@ def test_the_queue_opens_on_the_team_with_the_most_proposals_and_says_what_waits
     assert admin_client.get(PROPOSALS, {"team": "aardvark"}).context["total"] == 0
     Lesson.objects.filter(status="proposed").update(status="rejected")
     assert admin_client.get(PROPOSALS).context["team"].slug == "aardvark"  # none waits: the first by slug
+    assert '<td class="curation-waiting"></td>' in admin_client.get("/admin/").content.decode()
 
 
 def test_a_handled_proposal_is_not_handled_twice(admin_client, team):

@@ -58,6 +58,8 @@ def test_proposals_queue_accept_reject_and_merge_into_a_neighbour(admin_page, cu
     TeamFactory(slug="aardvark", name="aardvark")  # first by name, nothing waiting: not where the queue opens
 
     admin_page.goto("/admin/")
+    expect(admin_page.locator(".curation-waiting").first).to_have_text("3 waiting")
+    screenshot("index-proposals-waiting")
     admin_page.get_by_role("link", name="Review proposals").click()
     expect(admin_page.locator("h1")).to_have_text("Proposals to review")
     expect(admin_page.locator(".curation-summary")).to_contain_text("3 proposals waiting in Acme")
