@@ -21,8 +21,13 @@ from lessons.admin.curation import (
     require,
     team_field,
 )
-from lessons.models import Lesson, LessonStatus, Team
-from lessons.selectors.curation import proposal_count, proposal_queue, proposals_waiting_by_team
+from lessons.models import Lesson, LessonStatus
+from lessons.selectors.curation import (
+    proposal_count,
+    proposal_queue,
+    proposal_queue_team,
+    proposals_waiting_by_team,
+)
 from lessons.services import curation as curation_services
 from lessons.services import lessons as lesson_services
 
@@ -40,11 +45,11 @@ def proposals_view(model_admin, request):
         return _act(model_admin, request)
     waiting = proposals_waiting_by_team()
     asked = request.GET
-    if not asked.get("team"):
-        # Opened without a team (the index's "Review proposals"): the team with the most waiting,
-        # not the first by name, which showed "Nothing to review" while another team had 16.
+    # Opened without a team (the index's "Review proposals"): the team with the most waiting, not
+    # the first by name, which showed "Nothing to review" while another team had 16.
+    if not asked.get("team") and (opening := proposal_queue_team()):
         asked = asked.copy()
-        asked["team"] = _busiest(waiting).slug if waiting else getattr(chosen_team(None), "slug", "")
+        asked["team"] = opening.slug
     form = ProposalsFilter(asked)
     form.fields["team"].notes = {team_id: f"{count} waiting" for team_id, count in waiting.items()}
     form.is_valid()
@@ -74,11 +79,6 @@ def proposals_view(model_admin, request):
         can_merge=model_admin.has_change_permission(request) and model_admin.has_delete_permission(request),
     )
     return TemplateResponse(request, "admin/lessons/lesson/proposals.html", context)
-
-
-def _busiest(waiting: dict[int, int]) -> Team:
-    teams = Team.objects.filter(pk__in=waiting)
-    return min(teams, key=lambda team: (-waiting[team.pk], team.slug))
 
 
 def _act(model_admin, request):

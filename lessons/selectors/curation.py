@@ -223,6 +223,13 @@ def proposal_count(*, team: Team) -> int:
     return Lesson.objects.filter(team=team, status=LessonStatus.PROPOSED).count()
 
 
+def proposal_queue_team() -> Team | None:
+    """The team the proposals queue opens on when none is asked for: the one with the most proposals
+    waiting, the first by slug among equals (and when none waits anywhere); None without teams."""
+    waiting = Count("lessons", filter=Q(lessons__status=LessonStatus.PROPOSED))
+    return Team.objects.annotate(waiting=waiting).order_by("-waiting", "slug").first()
+
+
 def proposals_waiting_by_team() -> dict[int, int]:
     """How many proposals wait in each team that has any, by team id (one query)."""
     waiting = Lesson.objects.filter(status=LessonStatus.PROPOSED).values("team").annotate(n=Count("id"))
