@@ -18,6 +18,7 @@ from lessons.api.auth import api_auth
 from lessons.api.feedback import router as feedback_router
 from lessons.api.permissions import PermissionRefused
 from lessons.api.query_parameters import writes_take_no_query
+from lessons.api.request_body import writes_without_input_take_no_body
 from lessons.api.curation import router as curation_router
 from lessons.api.docs import MemoryStoreAPI, StaffSwagger
 from lessons.api.parser import StrictJSONParser
@@ -45,8 +46,10 @@ api = MemoryStoreAPI(
     docs=StaffSwagger(),
     parser=StrictJSONParser(),
 )
-# A write's input is its JSON body: a query string other than `team` is refused by name.
+# A write's input is its JSON body: a query string other than `team` is refused by name ...
 api.add_decorator(writes_take_no_query)
+# ... and a write that reads no body (a decision, a restore, a delete) refuses one by name.
+api.add_decorator(writes_without_input_take_no_body)
 
 api.add_router("", search_router)
 api.add_router("", feedback_router)

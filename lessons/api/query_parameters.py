@@ -16,10 +16,12 @@ import typing
 from ninja.errors import ValidationError as NinjaValidationError
 
 from lessons.api.auth import TEAM_QUERY_PARAMETER
+from lessons.api.request_body import takes_body
 
 
-def takes_query(*schemas):
-    """Refuse (422, naming each) query parameters that none of `schemas` declares."""
+def takes_query(*schemas, body: bool = True):
+    """Refuse (422, naming each) query parameters that none of `schemas` declares. `body`: whether
+    the endpoint reads a JSON body, where a write's fields belong."""
     taken = [name for schema in schemas for name in schema.model_fields]
     allowed = {TEAM_QUERY_PARAMETER, *taken}
     repeatable = {
@@ -33,7 +35,7 @@ def takes_query(*schemas):
             # "it takes " and nothing after it, where an endpoint takes no parameter
             if taken:
                 takes = f"it takes {', '.join(taken)}"
-            elif request.method in ("GET", "HEAD"):
+            elif request.method in ("GET", "HEAD") or not body:
                 takes = "it takes no query parameters"
             else:  # an agent that put a field in the URL: it was ignored, and a PATCH changed nothing
                 takes = "it takes no query parameters; send the fields in the JSON body"
@@ -67,7 +69,7 @@ def _is_list(annotation) -> bool:
 def writes_take_no_query(view):
     """For every operation of the API (`NinjaAPI.add_decorator`): a write (`POST`, `PATCH`, `DELETE`)
     refuses any query parameter but `team`, so a write endpoint added later cannot forget to."""
-    checked = takes_query()(view)
+    checked = takes_query(body=takes_body(view))(view)
 
     @functools.wraps(view)
     def route(request, *args, **kwargs):

@@ -2,6 +2,9 @@
 
 import pytest
 
+from lessons.api.request_body import takes_body
+from lessons.models import Memory
+from lessons.services.memories import memory_create, memory_update
 from tests.factories import LessonFactory, MemoryFactory
 
 pytestmark = pytest.mark.django_db
@@ -318,3 +321,51 @@ def test_a_write_takes_no_query_parameters_but_the_team(api, team):
     own_team = api.client.patch(f"/api/v1/lessons/{lesson.pk}?team={team.slug}", '{"confidence": 0.9}',
                                 content_type="application/json")
     assert own_team.status_code == 200 and own_team.json()["confidence"] == 0.9
+
+
+def test_a_write_that_takes_no_body_refuses_one_and_changes_nothing(api, team):
+    # `{"status": "rejected"}` sent to accept answered 200 and confirmed the proposal: the body was ignored
+    proposal = LessonFactory(team=team, status="proposed")
+    accept = f"/api/v1/lessons/{proposal.pk}/accept"
+    refused = api.client.post(accept, '{"status": "rejected"}', content_type="application/json")
+    assert refused.status_code == 422, refused.content
+    assert refused.json()["errors"] == [
+        {"field": "status", "message": f"not a field of POST {accept}; it takes no body"}]
+    for body in ("[1]", "null", "reject it", '{"a": 1, "a": 2}', "[" * 5000):
+        response = api.client.post(f"/api/v1/lessons/{proposal.pk}/reject", body, content_type="application/json")
+        assert response.status_code == 422, (body[:20], response.content)
+        assert response.json()["errors"][0]["field"] == "body"
+    proposal.refresh_from_db()
+    assert proposal.status == "proposed"
+    # the query string's message no longer sends the caller to a body the endpoint does not read
+    in_url = api.client.post(f"{accept}?status=rejected")
+    assert in_url.json()["errors"][0]["message"].endswith("it takes no query parameters")
+    # no body, or {} (what some clients send on every POST), is what it takes
+    assert api.client.post(accept, "{}", content_type="application/json").json()["status"] == "confirmed"
+
+    memory = memory_create(team=team, content="Maria works as a nurse")
+    memory_update(memory=memory, content="Maria became a midwife")
+    first = Memory.objects.get(current_version=memory)
+    restore = f"/api/v1/memories/{memory.pk}/versions/{first.pk}/restore"
+    assert api.client.post(restore, '{"version": 1}', content_type="application/json").status_code == 422
+    deleted = api.client.delete(f"/api/v1/memories/{memory.pk}", '{"keep": true}', content_type="application/json")
+    assert deleted.status_code == 422 and deleted.json()["errors"][0]["field"] == "keep"
+    memory.refresh_from_db()
+    assert (memory.content, memory.version) == ("Maria became a midwife", 2)  # neither restored nor deleted
+    assert api.client.post(restore).json()["content"] == "Maria works as a nurse"
+    assert api.client.delete(f"/api/v1/memories/{memory.pk}").status_code == 204
+
+
+def test_every_write_without_a_body_schema_is_known_to_take_no_body():
+    """`takes_body` reads a view's signature; ninja decides from the same signature which
+    parameters are the body. They agree on every operation, so the check cannot miss one."""
+    from memory_site.api import api as project_api
+
+    seen = 0
+    for _, router in project_api._routers:
+        for operations in router.path_operations.values():
+            for operation in operations.operations:
+                body = [model for model in operation.models if model.__ninja_param_source__ == "body"]
+                assert takes_body(operation.view_func) == bool(body), operation.view_func.__name__
+                seen += 1
+    assert seen >= 30
