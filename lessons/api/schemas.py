@@ -334,6 +334,13 @@ def _lowercase(values):
     return values
 
 
+def _storable_terms(values: list[str] | None) -> list[str] | None:
+    """A term no lesson can store (`SaaS!`) matched nothing without a word, where a search refuses it."""
+    for value in values or []:
+        _ascii_term(value)
+    return values
+
+
 def _every_word(text: str | None, *fields: str) -> Q:
     """Each word of `text` in one of `fields`, in any case, as a whole word (no letter or digit
     touching it, as the person search reads a name): "row security" finds "Row-level security" as
@@ -392,6 +399,7 @@ class LessonFilters(FilterSchema):
     )
 
     _lowercase_terms = field_validator("category", "tech_stack", "project_type", "tag")(_lowercase)
+    _storable = field_validator("tech_stack", "project_type", "tag")(_storable_terms)  # after the blanks
     _no_nul = field_validator("*")(_refuse_nul)
     _words = field_validator("text")(_words_given)
     _identifier = field_validator("external_id")(_identifier_as_stored)
@@ -710,7 +718,7 @@ class SearchIn(StrictIn):
         [], description="Lessons only: your tech stack; lessons that share it rank higher.",
         json_schema_extra=per_kind(lessons="Your tech stack; lessons that share it rank higher."),
     )
-    project_type: OptionalTerm | None = Field(
+    project_type: Term | None = Field(
         None, description="Lessons only: your project type, e.g. saas.",
         json_schema_extra=per_kind(lessons="Your project type, e.g. saas; lessons for it rank higher."),
     )
@@ -780,7 +788,7 @@ class PersonSearchOut(SearchOut):
 
 
 class RelevantLessonsQuery(TextIn):
-    project_type: OptionalTerm | None = Field(None, description="e.g. saas, api, cli")
+    project_type: Term | None = Field(None, description="e.g. saas, api, cli")
     tech_stack: Terms = Field([], description="e.g. nextjs, postgresql")
     phase: OptionalTerm | None = Field(
         None, description=f"A project phase, one of: {', '.join(settings.SEARCH_PHASE_CATEGORIES)}.",
@@ -795,7 +803,7 @@ class PatternsQuery(TextIn):
     )
     tech_stack: Terms = Field([], description="Your tech stack, e.g. nextjs, postgresql: lessons that share it "
                                               "rank higher.")
-    project_type: OptionalTerm | None = Field(None, description="Your project type, e.g. saas.")
+    project_type: Term | None = Field(None, description="Your project type, e.g. saas.")
     limit: Limit = 3
 
 

@@ -71,6 +71,22 @@ def test_a_blank_filter_value_is_refused_like_a_blank_term_elsewhere(api, path, 
     assert response.json()["errors"][0]["field"] == field
 
 
+@pytest.mark.parametrize("method, path, given, field", [
+    ("post", "/search", {"query": "tenant data", "project_type": "SaaS!"}, "project_type"),
+    ("get", "/lessons/relevant", {"project_type": "SaaS!"}, "project_type"),
+    ("get", "/lessons/patterns", {"feature": "Auth", "project_type": "SaaS!"}, "project_type"),
+    ("get", "/lessons", {"project_type": "SaaS!"}, "project_type"),
+    ("get", "/lessons", {"tech_stack": "next!"}, "tech_stack"),
+    ("get", "/lessons", {"tag": ["caching", "multi tenant?"]}, "tag"),
+])
+def test_a_term_no_lesson_can_store_is_refused_not_matched_against_nothing(api, method, path, given, field):
+    # a project type went through unchecked (200, matching nothing) where a tech stack was refused
+    response = getattr(api, method)(path, given)
+    assert response.status_code == 422, response.content
+    [error] = response.json()["errors"]
+    assert error["field"] == field and error["message"].startswith("Use ASCII letters, digits")
+
+
 
 @pytest.mark.parametrize("path", [
     "/lessons/{lesson}.0", "/lessons/+{lesson}", "/lessons/%20{lesson}", "/lessons/{lesson}_0",
