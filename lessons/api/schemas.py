@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from django.conf import settings
-from django.db.models import BooleanField, Q
+from django.db.models import BooleanField, Func, Q, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.lookups import GreaterThanOrEqual, LessThan
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
@@ -307,9 +307,12 @@ def _refuse_blank_items(values: list | None) -> None:
 
 
 def _words_given(text: str | None) -> str | None:
-    """`?text=` or `?text=%20`: every row was listed, as if the filter were left out."""
+    """`?text=` or `?text=%20`: every row was listed, as if the filter were left out; so would `?text=?`,
+    which holds no word once the punctuation around words is set aside."""
     if text is not None and not is_visible(text):
         raise ValueError("a blank value matches nothing; leave the parameter out instead")
+    if text is not None and not _words_to_find(text):
+        raise ValueError("no word to look for, only punctuation; leave the parameter out instead")
     return text
 
 
@@ -341,17 +344,29 @@ def _storable_terms(values: list[str] | None) -> list[str] | None:
     return values
 
 
+# Punctuation written around a word is not part of it: `?text=rls,` and `?text=heart?` found
+# nothing. Inside a word it stays (next.js, J.R.), and so do the marks that end a name (c#, c++).
+_AROUND_WORDS = "\"'.,;:!?()[]{}«»“”‘’¿¡…"
+
+
+def _words_to_find(text: str | None) -> list[str]:
+    return [word for word in (w.strip(_AROUND_WORDS) for w in normalise_text(text or "").split()) if word]
+
+
 def _every_word(text: str | None, *fields: str) -> Q:
-    """Each word of `text` in one of `fields`, in any case, as a whole word (no letter or digit
-    touching it, as the person search reads a name): "row security" finds "Row-level security" as
-    the words are, not only as the phrase, and "art" no longer finds "heart" or "party"."""
+    """Each word of `text` in one of `fields`, in any case and with or without its accents ("cafe"
+    is café, as a person filter reads a name), as a whole word (no letter or digit touching it):
+    "row security" finds "Row-level security" as the words are, not only as the phrase, and "art"
+    no longer finds "heart" or "party". Both sides are folded by PostgreSQL's unaccent(), so "soren"
+    finds Søren, which Python's Unicode decomposition leaves as it is."""
     condition = Q()
-    for word in normalise_text(text or "").split():
-        # in a script without spaces (東京 in 東京タワーに行った) a whole word is the whole run
-        lookup = ("icontains", word) if UNSPACED_SCRIPTS.search(word) else ("iregex", whole_word_pattern(word))
+    for word in _words_to_find(text):
         either = Q()
         for name in fields:
-            either |= Q(**{f"{name}__{lookup[0]}": lookup[1]})
+            if UNSPACED_SCRIPTS.search(word):  # without spaces (東京 in 東京タワーに行った) a word is the run
+                either |= Q(**{f"{name}__icontains": word})
+            else:
+                either |= Q(**{f"{name}__unaccent__iregex": Func(Value(whole_word_pattern(word)), function="unaccent")})
         condition &= either
     return condition
 
@@ -375,7 +390,8 @@ class PageQuery(Schema):
 class LessonFilters(FilterSchema):
     text: str | None = Field(
         None, max_length=MAX_QUERY_CHARS,
-        description="Words in the title or description (each of them, whole words, any case and order).",
+        description="Words in the title or description (each of them, whole words, any case and order, with or "
+                    "without accents).",
     )
     # A set of values, as tech_stack and tag are: repeated, any of them (`?status=proposed&status=rejected`)
     status: Annotated[list[LessonStatusName] | None, FilterLookup("status__in")] = Field(
@@ -562,7 +578,8 @@ class MemoryOrderQuery(Schema):
 class MemoryFilters(FilterSchema):
     text: str | None = Field(
         None, max_length=MAX_QUERY_CHARS,
-        description="Words in the content or details (each of them, whole words, any case and order).",
+        description="Words in the content or details (each of them, whole words, any case and order, with or "
+                    "without accents).",
     )
     category: Annotated[list[str] | None, FilterLookup("categories__overlap")] = Field(
         None, description="Its categories hold one of these (repeat the parameter for more than one)."

@@ -235,6 +235,7 @@ def test_the_text_filter_finds_each_word_in_any_order(api, team):
     assert api.get("/lessons", {"text": "SECURITY"}).json()["count"] == 2
     assert api.get("/lessons", {"text": "table tenants"}).json()["count"] == 1
     assert api.get("/lessons", {"text": "tenant"}).json()["count"] == 0  # whole words: "tenants" is another
+    assert api.get("/lessons", {"text": "row-level, security."}).json()["count"] == 1  # punctuation around words
 
 
 @pytest.mark.parametrize("term", ["\u017fecurity", "\u0131nfra", "caf\u00e9"])

@@ -305,6 +305,28 @@ def test_the_text_filter_matches_whole_words(api, team):
     assert listed("東京") == [tokyo.pk] and listed("タワー") == [tokyo.pk]
 
 
+def test_the_text_filter_reads_words_without_the_punctuation_around_them_and_their_accents(api, team):
+    # "heart?" and "(art)" found nothing, "cafe" missed Café, and a person filter read accents as this did not
+    heart = memory_create(team=team, content="My heart raced at the gallery (art week)")
+    cafe = memory_create(team=team, content="Café au lait with Søren in Neukölln")
+    node = memory_create(team=team, content="Upgraded next.js, then wrote some C# for J.R.")
+
+    def listed(text):
+        response = api.get("/memories", {"text": text})
+        assert response.status_code == 200, response.content
+        return [item["id"] for item in response.json()["items"]]
+
+    assert listed("heart?") == [heart.pk] and listed("(art)") == [heart.pk] and listed("«gallery»,") == [heart.pk]
+    assert listed("cafe") == [cafe.pk] and listed("CAFÉ") == [cafe.pk]
+    assert listed("soren neukolln") == [cafe.pk] and listed("Sören") == [cafe.pk]
+    assert listed("next.js.") == [node.pk] and listed("c#") == [node.pk] and listed("J.R.") == [node.pk]
+    assert listed("hearts") == [] and listed("caf") == []  # still whole words
+    only_punctuation = api.get("/memories", {"text": "?!"})
+    assert only_punctuation.status_code == 422
+    assert only_punctuation.json()["errors"] == [
+        {"field": "text", "message": "no word to look for, only punctuation; leave the parameter out instead"}]
+
+
 def test_the_external_id_filter_reads_the_id_as_it_is_stored(api, team):
     stored = api.post("/memories", {"content": "Met Ana", "external_id": " dup-1 "}).json()
     assert stored["external_id"] == "dup-1"
