@@ -65,6 +65,8 @@ def _message(error: dict) -> str:
     message = error["msg"]
     if error.get("type") in ("value_error", "assertion_error"):
         message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if error.get("type") == "int_parsing_size":  # pydantic's words for 1e20, which is no string
+        message = "Input should be an integer of a size this field takes; this number is far too large"
     return message
 
 

@@ -41,6 +41,19 @@ def test_a_number_that_is_not_finite_is_refused_as_such(api, number):
 
 
 @pytest.mark.parametrize("path, body, field", [
+    ("/lessons", '{"title": "x", "frequency": 1e20}', "frequency"),
+    ("/memories", '{"content": "x", "importance": -1e30}', "importance"),
+    ("/search", '{"query": "x", "limit": 1e19}', "limit"),
+])
+def test_a_number_too_large_for_an_integer_is_not_called_a_string(api, path, body, field):
+    # pydantic said "Unable to parse input string as an integer, exceeded maximum size" of a number
+    response = api.post(path, body)
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{"field": field, "message": "Input should be an integer of a size this "
+                                                                      "field takes; this number is far too large"}]
+
+
+@pytest.mark.parametrize("path, body, field", [
     ("/lessons", '{"title": "x", "frequency": true}', "frequency"),
     ("/lessons", '{"title": "x", "confidence": false}', "confidence"),
     ("/memories", '{"content": "x", "importance": true}', "importance"),
