@@ -8,6 +8,7 @@ back as a tool error naming the field, exactly as the HTTP API would name it.
 
 import json
 import logging
+from collections import Counter
 
 import anyio
 import mcp_types as types
@@ -23,7 +24,7 @@ from mcp.shared.message import SessionMessage
 from lessons.api import errors
 from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME
 from lessons.error_text import one_line, over_a_database_limit
-from lessons.mcp_stdio import checked_lines
+from lessons.mcp_stdio import answerable_id, checked_lines
 from lessons.models import Team
 from lessons.search.types import SearchRequestError
 from lessons.services.api_keys import api_key_authenticate
@@ -167,7 +168,9 @@ class _Unanswered:
     mcp` lost the answer to its last request (a `tools/list` among them) without a word."""
 
     def __init__(self):
-        self.ids: set = set()
+        # id -> requests read with it and not answered: a client reusing an id (its fault) lost the
+        # first request's answer when the second's was written, as a set counted them as one
+        self.ids: Counter = Counter()
         self.none_left = anyio.Event()
         self.none_left.set()
 
@@ -178,16 +181,20 @@ class _Unanswered:
             return
         if not isinstance(message, dict) or "method" not in message:
             return
-        if message.get("id") is not None:
+        if (request_id := answerable_id(message)) is not None:  # mcp_stdio answered any other id
             if not self.ids:
                 self.none_left = anyio.Event()
-            self.ids.add(message["id"])
+            self.ids[request_id] += 1
         elif message["method"] == "notifications/cancelled":  # a cancelled request is not answered
             params = message.get("params")
             self._answered(params.get("requestId") if isinstance(params, dict) else None)
 
     def _answered(self, request_id) -> None:
-        self.ids.discard(request_id)
+        if not isinstance(request_id, (str, int)) or self.ids[request_id] <= 0:
+            return
+        self.ids[request_id] -= 1
+        if self.ids[request_id] == 0:
+            del self.ids[request_id]
         if not self.ids:
             self.none_left.set()
 

@@ -7,7 +7,9 @@ strings hold a lone surrogate (`"\\ud800"`, which JSON allows and Node-based cli
 waited for its own timeout. Such a line is answered here: a parse error (-32700), or an error
 naming the field with the request's own id; so is a `tools/call` whose params hold no tool name
 or arguments that are not an object (the SDK's answer, "Invalid request parameters", named
-nothing), and a request naming a key twice (the SDK kept the last value). And a thread blocked
+nothing), a request naming a key twice (the SDK kept the last value), a request whose id is not a
+string or an integer (read by the SDK as a notification: never answered, and an object id ended the
+server), a request sent before `initialize`, and a line too long to hold. And a thread blocked
 in `read()` kept Ctrl-C from ending the server until the next line came; a pipe or terminal is
 read here when the event loop says it is readable, so Ctrl-C cancels the read at once.
 """
@@ -26,6 +28,9 @@ from lessons import strict_json
 from lessons.error_text import json_type
 
 CHUNK = 65536
+# The longest line read: the HTTP API's largest body (Django's DATA_UPLOAD_MAX_MEMORY_SIZE, 2.5 MB);
+# a tool's texts are at most 20,000 characters each.
+MAX_LINE_BYTES = 2_621_440
 
 
 async def _chunks(fd: int) -> AsyncIterator[bytes]:
@@ -71,7 +76,7 @@ def unreadable_line_error(line: str) -> types.JSONRPCError | None:
     except strict_json.DuplicateKey as error:
         # JSON the SDK would read, keeping the last value: refused as a request, with its id unless
         # that is what came twice
-        request_id = None if error.key == "id" else _request_id(json.loads(line))
+        request_id = None if error.key == "id" else answerable_id(json.loads(line))
         return types.JSONRPCError(
             jsonrpc="2.0", id=request_id,
             error=types.ErrorData(code=types.INVALID_REQUEST, message=f"{error}; nothing was done"),
@@ -80,7 +85,10 @@ def unreadable_line_error(line: str) -> types.JSONRPCError | None:
         return _parse_error(f"not a JSON line: {error}")
     except RecursionError:  # ~1,000 nested arrays in 2 kB: the decoder's stack, and the server, gave out
         return _parse_error("not a JSON line this server reads: nested too deeply")
-    request_id = _request_id(message)
+    request_id = answerable_id(message)
+    if (fault := _id_fault(message)) is not None:
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=None, error=types.ErrorData(code=types.INVALID_REQUEST, message=f"{fault}; nothing was done"))
     try:
         field = _lone_surrogate_path(message)
     except RecursionError:
@@ -113,12 +121,25 @@ def unreadable_line_error(line: str) -> types.JSONRPCError | None:
     return None
 
 
-def _request_id(message) -> str | int | None:
+def answerable_id(message) -> str | int | None:
     """The message's id when it is one JSON-RPC allows, to answer it with."""
     request_id = message.get("id") if isinstance(message, dict) else None
     if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
         return None
     return request_id
+
+
+def _id_fault(message) -> str | None:
+    """What is wrong with a request's id, or None. MCP takes a string or an integer. The SDK read a
+    request with any other id (an object, 1.5, true, null) as a notification: it was never
+    answered, and an object's id ended the server."""
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return None
+    if answerable_id(message) is not None:
+        return None
+    given = message["id"]
+    shown = json.dumps(given) if isinstance(given, (bool, float)) or given is None else json_type(given)
+    return f"id: a request's id is a string or an integer, not {shown}"
 
 
 def _parse_error(message: str) -> types.JSONRPCError:
@@ -142,21 +163,64 @@ def _tool_call_fault(message) -> str | None:
     return None
 
 
-async def checked_lines(fd: int, answer: Callable[[types.JSONRPCError], Awaitable[None]]) -> AsyncIterator[str]:
+async def checked_lines(fd: int, answer: Callable[[types.JSONRPCError], Awaitable[None]],
+                        max_line_bytes: int = MAX_LINE_BYTES) -> AsyncIterator[str]:
     """The lines of `fd` the SDK can read; every other line is answered through `answer`. Blank
-    lines are skipped, as the SDK's reader would fail them."""
-    pending = b""
+    lines are skipped, as the SDK's reader would fail them. A line is gathered in a buffer that
+    grows in place (joining each chunk to the line so far took 14 s for one 40 MB line), and one
+    longer than `max_line_bytes` is answered and skipped to its end, not held."""
+    pending, too_long, session = bytearray(), False, _Session()
     async for chunk in _chunks(fd):
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for raw in complete:
-            if line := await _readable(raw, answer):
-                yield line
-    if line := await _readable(pending, answer):
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            if not too_long and len(pending) + end - start <= max_line_bytes:
+                pending += chunk[start:end]
+                if line := await _readable(bytes(pending), answer, session):
+                    yield line
+            else:
+                await answer(_line_too_long(max_line_bytes))
+            pending.clear()
+            too_long, start = False, end + 1
+        if not too_long:
+            pending += chunk[start:]
+            if len(pending) > max_line_bytes:
+                too_long = True
+                pending.clear()
+    if too_long:
+        await answer(_line_too_long(max_line_bytes))
+    elif line := await _readable(bytes(pending), answer, session):
         yield line
 
 
-async def _readable(raw: bytes, answer) -> str | None:
+def _line_too_long(limit: int) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message=f"a line longer than {limit:,} bytes: this server reads lines of up to {limit:,} bytes, as the "
+                "HTTP API reads bodies; nothing was done"))
+
+
+class _Session:
+    """Whether the client has sent `initialize` yet: the SDK answered a request sent before it
+    with "Invalid request parameters", which says nothing of the cause."""
+
+    def __init__(self):
+        self.initialize_sent = False
+
+    def fault(self, line: str) -> types.JSONRPCError | None:
+        if self.initialize_sent:
+            return None
+        message = json.loads(line)  # read already: unreadable_line_error found nothing wrong
+        method = message.get("method") if isinstance(message, dict) else None
+        if method == "initialize":
+            self.initialize_sent = True
+        elif method is not None and method != "ping" and (request_id := answerable_id(message)) is not None:
+            return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f"{method}: the session is not initialized; send initialize first; nothing was done"))
+        return None
+
+
+async def _readable(raw: bytes, answer, session: _Session) -> str | None:
     """The line, or None when it is blank or was answered here."""
     try:
         line = raw.decode("utf-8").strip()
@@ -168,7 +232,7 @@ async def _readable(raw: bytes, answer) -> str | None:
         return None
     if not line:
         return None
-    error = unreadable_line_error(line)
+    error = unreadable_line_error(line) or session.fault(line)
     if error is not None:
         await answer(error)
         return None

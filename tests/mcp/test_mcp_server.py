@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 
 from lessons.api.tools import AGENT_TOOLS
 from lessons.mcp_server import build_server
-from lessons.mcp_stdio import unreadable_line_error
+from lessons.mcp_stdio import checked_lines, unreadable_line_error
 from lessons.models import Lesson, Memory, SearchRecord
 from lessons.services.api_keys import api_key_create, api_key_revoke
 from lessons.services.lessons import lesson_create
@@ -544,6 +544,97 @@ def test_a_request_naming_a_key_twice_is_refused_with_its_id():
     assert error.error.message == 'the key "content" appears twice in one object; send each key once; nothing was done'
     assert unreadable_line_error('{"jsonrpc": "2.0", "id": 4, "id": 5, "method": "ping"}').id is None  # which one?
     assert unreadable_line_error('{"jsonrpc": "2.0", "id": 4, "method": "ping"}') is None
+
+
+@pytest.mark.parametrize("given, shown", [
+    ({"a": 1}, "an object"), ([1], "an array"), (1.5, "1.5"), (2.0, "2.0"), (True, "true"), (None, "null"),
+])
+def test_a_request_whose_id_is_not_a_string_or_an_integer_is_refused(given, shown):
+    """The SDK read such a request as a notification: an object or array id ended the server (the
+    answer owed to every earlier request lost), and 1.5 or true was never answered."""
+    for method in ("ping", "notifications/initialized"):
+        error = unreadable_line_error(json.dumps({"jsonrpc": "2.0", "id": given, "method": method}))
+        assert (error.id, error.error.code) == (None, -32600)
+        assert error.error.message == f"id: a request's id is a string or an integer, not {shown}; nothing was done"
+    for fine in (7, "seven", -1, 0):
+        assert unreadable_line_error(json.dumps({"jsonrpc": "2.0", "id": fine, "method": "ping"})) is None
+    assert unreadable_line_error(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})) is None
+
+
+def test_lines_are_split_at_any_chunk_boundary_and_a_line_past_the_limit_is_answered_not_held():
+    notes = [json.dumps({"jsonrpc": "2.0", "method": f"notifications/{name}"}) for name in "abc"]
+    lines = [notes[0].encode(), b"x" * 250, notes[1].encode(), b"y" * 101, notes[2].encode(), b"z" * 500]
+
+    async def read_all(chunk_size):
+        answered, read = [], []
+        reader, writer = os.pipe()
+        data = b"\n".join(lines)  # the last line has no newline: it ends with the input
+
+        async def answer(error):
+            answered.append(error.error.message)
+
+        async def feed():
+            for start in range(0, len(data), chunk_size):
+                os.write(writer, data[start:start + chunk_size])
+                await anyio.sleep(0)
+            os.close(writer)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(feed)
+            async for line in checked_lines(reader, answer, max_line_bytes=100):
+                read.append(line)
+        os.close(reader)
+        return read, answered
+
+    for chunk_size in (1, 7, 64, 100, 101, 4096):
+        read, answered = anyio.run(read_all, chunk_size)
+        assert read == notes, chunk_size
+        assert len(answered) == 3 and all(message.startswith("a line longer than 100 bytes") for message in answered)
+
+
+def test_a_session_survives_bad_ids_reused_ids_early_requests_and_a_huge_line(team):
+    """Piped in and ended: every request is answered, in well under the minute the server waits
+    for answers owed, and each fault is answered on its own without ending the session."""
+    Lesson.objects.create(team=team, title="Vacuum the tables nightly")
+    lines = [
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},  # before initialize
+        INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"x": "a" * 3_000_000}}),
+        # one id used twice (the client's mistake): both requests are still answered
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "search_lessons",
+                                                                        "arguments": {"query": "vacuum"}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 6, "method": "ping"},
+    ]
+    server = _start_server(team)
+    started = time.monotonic()
+    try:
+        output, errors = server.communicate(
+            "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines), timeout=120)
+    finally:
+        server.kill()
+    assert time.monotonic() - started < 50 and server.returncode == 0, errors
+    assert "Traceback" not in errors
+    answers = [json.loads(line) for line in output.splitlines()]
+    early = answers[0]
+    assert early["id"] == 2 and early["error"]["message"].startswith("tools/list: the session is not initialized")
+    refused = [answer["error"]["message"] for answer in answers if answer["id"] is None]
+    assert [message.split(";")[0] for message in refused] == [
+        "id: a request's id is a string or an integer, not an object",
+        "id: a request's id is a string or an integer, not 1.5",
+        "a line longer than 2,621,440 bytes: this server reads lines of up to 2,621,440 bytes, as the HTTP API reads "
+        "bodies",
+    ]
+    by_id = {}
+    for answer in answers:
+        by_id.setdefault(answer["id"], []).append(answer)
+    assert len(by_id[5]) == 2 and any(answer.get("result") == {} for answer in by_id[5])
+    [search] = [answer for answer in by_id[5] if answer.get("result") != {}]
+    assert not search["result"]["isError"] and search["result"]["structuredContent"]["results"]
+    assert by_id[6] == [{"jsonrpc": "2.0", "id": 6, "result": {}}] and 1 in by_id and 3 not in by_id
 
 
 def test_a_line_nested_too_deeply_is_answered_and_the_session_goes_on(team):
