@@ -87,8 +87,8 @@ def unreadable_line_error(line: str) -> types.JSONRPCError | None:
         return _parse_error("not a JSON line this server reads: nested too deeply")
     request_id = answerable_id(message)
     if (fault := _id_fault(message)) is not None:
-        return types.JSONRPCError(
-            jsonrpc="2.0", id=None, error=types.ErrorData(code=types.INVALID_REQUEST, message=f"{fault}; nothing was done"))
+        error = types.ErrorData(code=types.INVALID_REQUEST, message=f"{fault}; nothing was done")
+        return types.JSONRPCError(jsonrpc="2.0", id=None, error=error)
     try:
         field = _lone_surrogate_path(message)
     except RecursionError:
