@@ -395,20 +395,20 @@ class LessonFilters(FilterSchema):
     )
     # A set of values, as tech_stack and tag are: repeated, any of them (`?status=proposed&status=rejected`)
     status: Annotated[list[LessonStatusName] | None, FilterLookup("status__in")] = Field(
-        None, description="Any of these statuses (repeat the parameter for more than one)."
+        None, description="Any of these statuses (a list; in a query string, repeat the parameter)."
     )
     category: Annotated[list[str] | None, FilterLookup("category__in")] = Field(
-        None, description="Any of these categories (repeat the parameter for more than one)."
+        None, description="Any of these categories (a list; in a query string, repeat the parameter)."
     )
     tech_stack: Annotated[list[str] | None, FilterLookup("tech_stacks__overlap")] = Field(
         None, description="Its tech stacks hold one of these, in any spelling the team stores (`nextjs` is "
-        "`next.js`; repeat the parameter for more than one)."
+        "`next.js`; a list; in a query string, repeat the parameter)."
     )
     project_type: Annotated[list[str] | None, FilterLookup("project_types__overlap")] = Field(
-        None, description="Its project types hold one of these (repeat the parameter for more than one)."
+        None, description="Its project types hold one of these (a list; in a query string, repeat the parameter)."
     )
     tag: Annotated[list[str] | None, FilterLookup("tags__overlap")] = Field(
-        None, description="Its tags hold one of these (repeat the parameter for more than one)."
+        None, description="Its tags hold one of these (a list; in a query string, repeat the parameter)."
     )
     external_id: Annotated[str | None, FilterLookup("external_id")] = Field(
         None, description="The lesson stored under this id of yours."
@@ -582,13 +582,13 @@ class MemoryFilters(FilterSchema):
                     "without accents).",
     )
     category: Annotated[list[str] | None, FilterLookup("categories__overlap")] = Field(
-        None, description="Its categories hold one of these (repeat the parameter for more than one)."
+        None, description="Its categories hold one of these (a list; in a query string, repeat the parameter)."
     )
     person: list[str] | None = Field(
         None, description="Its people name one of these (any case, with or without accents)."
     )
     emotion: Annotated[list[str] | None, FilterLookup("emotions__overlap")] = Field(
-        None, description="Its emotions hold one of these (repeat the parameter for more than one)."
+        None, description="Its emotions hold one of these (a list; in a query string, repeat the parameter)."
     )
     min_importance: Annotated[int | None, FilterLookup("importance__gte")] = Field(
         None, ge=1, le=10, description="Importance at least this, 1..10."

@@ -205,7 +205,8 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     ),
     AgentTool(
         name="semantic_search",
-        description="Search memories by meaning, not just keywords. Finds conceptually similar memories.",
+        description="Search memories by meaning, not just keywords: hybrid by default (meaning, exact words, "
+                    "importance and recency); mode semantic for meaning alone, text for words alone.",
         endpoint="POST /search",
         input=SearchIn,
         output=SearchOut,
