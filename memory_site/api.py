@@ -94,7 +94,8 @@ def invalid_search(request, exc: SearchRequestError):
 
 @api.exception_handler(ObjectDoesNotExist)
 def not_found(request, exc: ObjectDoesNotExist):
-    return _answer(request, errors.missing(exc), 404)
+    path_ids = request.resolver_match.kwargs if request.resolver_match else {}
+    return _answer(request, errors.missing(exc, path_ids=path_ids), 404)
 
 
 @api.exception_handler(RequestDataTooBig)

@@ -207,7 +207,9 @@ def restore_memory_version(
     memory = memory_get(team=request.auth.team, memory_id=memory_id)
     version = memory.previous_versions.filter(pk=version_id).first()
     if version is None:
-        raise Memory.DoesNotExist(f"memory {memory_id} has no earlier version {version_id}")
+        missing = Memory.DoesNotExist(f"memory {memory_id} has no earlier version {version_id}")
+        missing.field = "version_id"
+        raise missing
     restored = curation_services.memory_restore_version(
         memory=memory, version=version, expected_updated_at=preconditions.expected_updated_at(if_match, row=memory)
     )

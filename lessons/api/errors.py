@@ -6,12 +6,15 @@ server uses the same functions, so both speak the same language about bad input.
 
 import json
 import logging
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import pydantic
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 
 from lessons.error_text import first_line, schema_behind, unreadable_json
+from lessons.models import Lesson, Memory
 from lessons.selectors.health import forget_migrated
 
 logger = logging.getLogger(__name__)
@@ -19,6 +22,10 @@ logger = logging.getLogger(__name__)
 # Names of handler parameters that hold a whole schema: ninja puts them first in an error's
 # location, but they are not part of the field's name.
 _PARAMETER_NAMES = {"payload", "params", "filters", "pagination"}
+
+
+# The path parameter that names a row of each kind (lessons.api.schemas' LessonId, MemoryId).
+_PATH_IDS = ((Lesson, "lesson_id"), (Memory, "memory_id"))
 
 
 class TeamChoiceError(Exception):
@@ -40,11 +47,16 @@ def field_error(field: str, message: str) -> dict:
     return error_body(f"{field}: {message}", [{"field": field, "message": message}])
 
 
-def missing(error: Exception) -> dict:
-    """A 404's body: the message, and the field when the missing thing was named by one (a
-    `search_id`: the service sets `field` on the exception)."""
+def missing(error: Exception, *, path_ids: Mapping[str, object] = MappingProxyType({})) -> dict:
+    """A 404's body: the message, and the field when the missing thing was named by one: a
+    `search_id` (the service sets `field` on the exception), or the id in the path of the kind that
+    is missing (`path_ids`, the route's parameters: `lesson_id` for a lesson, `memory_id` for a
+    memory), as every other error names its field."""
     message = str(error) or "not found"
     field = getattr(error, "field", None)
+    if field is None:
+        field = next((name for model, name in _PATH_IDS if isinstance(error, model.DoesNotExist) and name in path_ids),
+                     None)
     return field_error(field, message) if field else error_body(message)
 
 

@@ -227,5 +227,6 @@ def test_merging_an_earlier_version_says_what_it_is(api, team):
     for response in (api.post(f"/memories/{earlier.pk}/merge", {"merge_id": kept.pk}),
                      api.get(f"/memories/{earlier.pk}")):
         assert response.status_code == 404
-        assert response.json()["detail"] == f"memory {earlier.pk} is an earlier version of memory {edited.pk}"
-    assert api.get("/memories/999999").json()["detail"] == "memory 999999 does not exist"
+        assert response.json()["errors"] == [{"field": "memory_id", "message": (
+            f"memory {earlier.pk} is an earlier version of memory {edited.pk}")}]
+    assert api.get("/memories/999999").json()["detail"] == "memory_id: memory 999999 does not exist"

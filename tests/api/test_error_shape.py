@@ -33,6 +33,22 @@ def test_an_id_that_does_not_exist_keeps_its_own_answer(api):
     assert response.json()["detail"] != "" and "no endpoint" not in response.json()["detail"]
 
 
+def test_a_404_for_an_id_in_the_path_names_that_parameter(api, team, other_team):
+    # the answer said "lesson 5 does not exist" with "errors": [], where every other error names its field
+    theirs = LessonFactory(team=other_team)
+    memory = memory_create(team=team, content="Ran the canal path with Ana")
+    cases = [
+        (api.get(f"/lessons/{theirs.pk}"), "lesson_id", f"lesson {theirs.pk} does not exist"),
+        (api.patch("/lessons/999999", {"confidence": 0.2}), "lesson_id", "lesson 999999 does not exist"),
+        (api.get("/memories/999999/versions"), "memory_id", "memory 999999 does not exist"),
+        (api.post(f"/memories/{memory.pk}/versions/999999/restore"), "version_id",
+         f"memory {memory.pk} has no earlier version 999999"),
+    ]
+    for response, field, message in cases:
+        assert response.status_code == 404
+        assert response.json() == {"detail": f"{field}: {message}", "errors": [{"field": field, "message": message}]}
+
+
 @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
 def test_a_number_that_is_not_finite_is_refused_as_such(api, number):
     response = api.post("/lessons", '{"title": "x", "confidence": %s}' % number)
