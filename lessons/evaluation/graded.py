@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lessons.evaluation.beir import DatasetError
+from lessons.evaluation.hits_log import HitsLog
 from lessons.evaluation.loading import corpus_embed, team_base_slug, team_name
 from lessons.evaluation.metrics import ndcg_at_k, percentile
 from lessons.models import Lesson, Team
@@ -264,21 +265,28 @@ def _external_ids(response: SearchResponse, ids: dict[int, str]) -> list[str]:
     return ranking
 
 
-def evaluate_graded(*, graded_set: GradedSet, team: Team, modes: list[str]) -> dict[str, GradedScores]:
+def evaluate_graded(*, graded_set: GradedSet, team: Team, modes: list[str],
+                    hits_log: HitsLog | None = None) -> dict[str, GradedScores]:
+    """Every check in each mode. With `hits_log`, each graded query's hits are written with their
+    explanations (and the latency includes building them)."""
     ids = dict(Lesson.objects.filter(team=team, external_id__isnull=False).values_list("id", "external_id"))
     results: dict[str, GradedScores] = {}
     for mode in modes:
         scores = GradedScores()
 
-        def run(query: str, limit: int = SEARCH_LIMIT) -> list[str]:
+        def run(query: str, limit: int = SEARCH_LIMIT, judgments: dict[str, int] | None = None) -> list[str]:
+            explain = hits_log is not None and judgments is not None
             started = time.perf_counter()
-            response = search(request=SearchRequest(team=team, query=query, mode=mode, limit=limit))
+            response = search(request=SearchRequest(team=team, query=query, mode=mode, limit=limit, explain=explain))
             scores.latencies_ms.append((time.perf_counter() - started) * 1000)
+            if explain:
+                hits_log.record(mode=mode, query_id=query, query=query, team_slug=team.slug, judgments=judgments,
+                                response=response, external_ids=ids)
             return _external_ids(response, ids)
 
         for check in graded_set.graded:
-            ranking = run(check.query)
             judgments = {doc_id: 1 for doc_id in check.relevant}
+            ranking = run(check.query, judgments=judgments)
             scores.ndcg_at_5[check.query] = ndcg_at_k(ranking, judgments, GRADED_DEPTH)
             found = len(set(ranking[:GRADED_DEPTH]) & set(check.relevant))
             scores.met[check.query] = found >= check.need_in_top5

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lessons.evaluation.beir import Dataset, Query
+from lessons.evaluation.hits_log import HitsLog
 from lessons.evaluation.loading import ProgressFactory, progress_bar, scope_value
 from lessons.evaluation.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from lessons.models import Lesson, Memory, Team
@@ -62,7 +63,8 @@ def _corpus_ids(*, team: Team, kind: str) -> dict[int, str]:
     return dict(model.objects.filter(team=team, external_id__isnull=False).values_list("id", "external_id"))
 
 
-def _request(*, team: Team, query: Query, kind: str, mode: str, fusion: str, weights, limit: int) -> SearchRequest:
+def _request(*, team: Team, query: Query, kind: str, mode: str, fusion: str, weights, limit: int,
+             explain: bool = False) -> SearchRequest:
     return SearchRequest(
         team=team,
         query=query.text[:MAX_QUERY_CHARS],
@@ -71,6 +73,7 @@ def _request(*, team: Team, query: Query, kind: str, mode: str, fusion: str, wei
         limit=limit,
         fusion=fusion,
         weights=weights,
+        explain=explain,
     )
 
 
@@ -86,7 +89,10 @@ def evaluate(
     max_queries: int | None = None,
     limit: int = MAX_LIMIT,
     progress: ProgressFactory | None = None,
+    hits_log: HitsLog | None = None,
 ) -> Evaluation:
+    """Every judged query through search() in each mode. With `hits_log`, the searches ask for
+    explanations (their latency then includes building them) and each one's hits are written."""
     queries = dataset.queries[:max_queries] if max_queries else list(dataset.queries)
     team_of = {query.id: teams[scope_value(query.metadata, scope_key)] for query in queries}
     corpus_ids = {team.pk: _corpus_ids(team=team, kind=kind) for team in {t.pk: t for t in teams.values()}.values()}
@@ -104,13 +110,16 @@ def evaluate(
             for query in queries:
                 team = team_of[query.id]
                 request = _request(team=team, query=query, kind=kind, mode=mode, fusion=fusion, weights=weights,
-                                   limit=limit)
+                                   limit=limit, explain=hits_log is not None)
                 started = time.perf_counter()
                 response = search(request=request)
                 latencies.append((time.perf_counter() - started) * 1000)
                 ids = corpus_ids[team.pk]
                 ranking = [ids[hit.id] for hit in response.results if hit.id in ids]
                 judgments = dataset.qrels[query.id]
+                if hits_log is not None:
+                    hits_log.record(mode=mode, query_id=query.id, query=request.query, team_slug=team.slug,
+                                    judgments=judgments, response=response, external_ids=ids)
                 rankings[query.id] = ranking
                 ndcg[query.id] = ndcg_at_k(ranking, judgments, 10)
                 recall.append(recall_at_k(ranking, judgments, 100))

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from lessons.evaluation.beir import read_dataset
+from lessons.evaluation.metrics import ndcg_at_k
 from lessons.models import Lesson, Memory, Team
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -45,6 +47,37 @@ def test_reports_every_mode_and_writes_json(tmp_path):
     assert result["results"]["text"]["recall@100"] > 0.5
     assert "| hybrid" in output and "nDCG@10" in output
     assert Lesson.objects.filter(team__slug="eval-beir_tiny").count() == 8
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.django_db
+def test_hits_are_written_with_their_explanations_and_rescore_to_the_reported_figures(tmp_path):
+    results, hits = tmp_path / "result.json", tmp_path / "hits.jsonl"
+    output = run(TINY, "--json", results, "--hits", hits)
+    assert f"wrote {hits} (12 searches with their hits)" in output
+    lines = _lines(hits)
+    assert [(line["mode"], line["query_id"]) for line in lines] == [
+        (mode, query) for mode in ("hybrid", "semantic", "text") for query in ("q1", "q2", "q3", "q4")]
+    qrels = read_dataset(TINY, split="test").qrels
+    reported = json.loads(results.read_text())["results"]
+    for mode in ("hybrid", "semantic", "text"):
+        mine = [line for line in lines if line["mode"] == mode]
+        for line in mine:
+            assert line["dataset"] == "beir_tiny" and line["team"] == "eval-beir_tiny"
+            assert line["judgments"] == qrels[line["query_id"]]
+            assert [hit["rank"] for hit in line["hits"]] == list(range(1, len(line["hits"]) + 1))
+        # the lines are the rankings the table was computed from: the same nDCG@10, query by query
+        mean = sum(ndcg_at_k([hit["external_id"] for hit in line["hits"]], line["judgments"], 10)
+                   for line in mine) / len(mine)
+        assert mean == pytest.approx(reported[mode]["ndcg@10"], abs=1e-4)
+    first = next(line for line in lines if line["mode"] == "hybrid")["hits"][0]
+    assert set(first["labels"]) == {"tags", "tech_stacks", "category"}
+    assert {"similarity", "feedback_similarity", "semantic", "keyword", "quality", "weights"} <= set(first["explanation"])
+    text_hit = next(line for line in lines if line["mode"] == "text" and line["hits"])["hits"][0]
+    assert "similarity" not in text_hit["explanation"] and text_hit["explanation"]["bm25"] > 0
 
 
 @pytest.mark.django_db
@@ -118,6 +151,9 @@ def test_scope_key_searches_each_users_own_memories(tmp_path):
         ((TINY, "--split", " "), "--split: blank"),
         ((TINY, "--scope-key", "no_such_key"), "--scope-key: no document of beir_tiny has the metadata key"),
         ((TINY, "--keyword-exactness", "--modes", "hybrid"), "--modes: not used by --keyword-exactness"),
+        ((TINY, "--hits", "/nonexistent-folder/h.jsonl"), "--hits: cannot write .* does not exist"),
+        ((TINY, "--hits", "same.json", "--json", "same.json"), "--hits: the same file as --json"),
+        ((TINY, "--hits", "h.jsonl", "--keyword-exactness"), "--hits: not used by --keyword-exactness"),
     ],
 )
 def test_bad_input_is_a_command_error(args, message):

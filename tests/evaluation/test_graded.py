@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 
 from lessons.evaluation.beir import DatasetError
 from lessons.evaluation.graded import evaluate_graded, graded_set_load, read_graded_set
+from lessons.evaluation.metrics import ndcg_at_k
 from lessons.models import Lesson, Team
 from lessons.search import SearchRequest, search
 
@@ -134,6 +135,24 @@ def test_the_command_prints_both_tables_and_writes_json(tmp_path):
     assert set(hybrid["per_query_ndcg@5"]) == {q.query for q in read_graded_set(TINY).graded}
     assert Lesson.objects.filter(team__slug="eval-graded_tiny").count() == 8
     assert "8 unchanged" in run(TINY, "--modes", "text")  # a second run imports nothing again
+
+
+@pytest.mark.django_db
+def test_the_graded_queries_hits_are_written_and_rescore_to_the_reported_figures(tmp_path):
+    results, hits = tmp_path / "graded.json", tmp_path / "hits.jsonl"
+    output = run(TINY, "--json", results, "--hits", hits)
+    assert f"wrote {hits} (9 searches with their hits)" in output
+    lines = [json.loads(line) for line in hits.read_text().splitlines()]
+    graded = read_graded_set(TINY).graded
+    assert [(line["mode"], line["query"]) for line in lines] == [(mode, q.query) for mode in MODES for q in graded]
+    reported = json.loads(results.read_text())["results"]
+    for line in lines:
+        check = next(q for q in graded if q.query == line["query"])
+        assert line["judgments"] == {doc_id: 1 for doc_id in check.relevant}
+        ranking = [hit["external_id"] for hit in line["hits"]]
+        assert ndcg_at_k(ranking, line["judgments"], 5) == pytest.approx(
+            reported[line["mode"]]["per_query_ndcg@5"][line["query"]], abs=1e-4)
+        assert all(isinstance(hit["labels"]["tags"], list) for hit in line["hits"])
 
 
 @pytest.mark.django_db

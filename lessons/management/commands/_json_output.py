@@ -9,8 +9,8 @@ from pathlib import Path
 from django.core.management.base import CommandError
 
 
-def checked_json_path(value: str | None) -> Path | None:
-    """The path, or None without --json; raises CommandError when the figures could not be written."""
+def checked_json_path(value: str | None, *, option: str = "--json") -> Path | None:
+    """The path, or None without the option; raises CommandError when the figures could not be written."""
     if not value:
         return None
     path = Path(value)
@@ -25,7 +25,7 @@ def checked_json_path(value: str | None) -> Path | None:
         problem = f"its folder {folder} is not writable"
     else:
         return path
-    raise CommandError(f"--json: cannot write {path}: {problem}")
+    raise CommandError(f"{option}: cannot write {path}: {problem}")
 
 
 def write_json(path: Path, payload, *, stdout) -> None:

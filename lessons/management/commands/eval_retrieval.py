@@ -5,6 +5,7 @@ import logging
 import math
 import sys
 import time
+from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from tqdm import tqdm
 from lessons.evaluation.beir import DatasetError, read_dataset
 from lessons.evaluation.keyword_exactness import keyword_exactness
 from lessons.evaluation.graded import evaluate_graded, graded_set_load, graded_table, is_graded_set, read_graded_set
+from lessons.evaluation.hits_log import HitsLog
 from lessons.evaluation.loading import dataset_load, evaluation_teams_drop, scope_value
 from lessons.evaluation.runner import evaluate
 from lessons.management.commands._json_output import checked_json_path, write_json
@@ -67,6 +69,11 @@ class Command(BaseCommand):
         parser.add_argument("--scope-key", default=None, help="Metadata key: one team per value of it.")
         parser.add_argument("--max-queries", type=int, default=None, help="Only the first N judged queries.")
         parser.add_argument("--json", dest="json_path", default=None, help="Also write the results to PATH.")
+        parser.add_argument(
+            "--hits", dest="hits_path", default=None,
+            help="Also write every judged search's ranked hits, with their explanations, to PATH (JSON lines: "
+            "one per query and mode), to try a change to the formula offline on the same candidates.",
+        )
         parser.add_argument("--drop", action="store_true", help="Delete the dataset's team(s) first.")
         parser.add_argument(
             "--keyword-exactness", action="store_true",
@@ -75,7 +82,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, dataset_dir, split, kind, modes, fusion, weights, scope_key, max_queries, json_path,
-               drop, keyword_exactness=False, **options):
+               drop, keyword_exactness=False, hits_path=None, **options):
         if kind not in KINDS:
             raise CommandError(f"--kind: {kind!r} is not one of {', '.join(KINDS)}")
         if fusion not in FUSIONS:
@@ -85,6 +92,11 @@ class Command(BaseCommand):
         mode_list = modes_from_option(modes)
         weight_map = _weights(weights)
         json_path = checked_json_path(json_path)  # found out before the evaluation runs, not after it
+        hits_path = checked_json_path(hits_path, option="--hits")
+        if hits_path is not None and keyword_exactness:
+            raise CommandError("--hits: not used by --keyword-exactness, which measures the keyword leg alone")
+        if hits_path is not None and json_path is not None and hits_path.resolve() == json_path.resolve():
+            raise CommandError("--hits: the same file as --json; give each its own")
         if is_graded_set(Path(dataset_dir)):
             # A graded set has its own layout and checks: options of the BEIR layout would be ignored.
             ignored = [
@@ -102,7 +114,7 @@ class Command(BaseCommand):
                     "which runs every query of queries.json as lessons with the default fusion and weights"
                 )
             return self._graded(Path(dataset_dir), modes=mode_list, json_path=json_path, drop=drop,
-                                exactness=keyword_exactness)
+                                exactness=keyword_exactness, hits_path=hits_path)
         try:
             dataset = read_dataset(Path(dataset_dir), split=split)
         except DatasetError as error:
@@ -153,20 +165,23 @@ class Command(BaseCommand):
         if verbosity < 2:
             search_logger.setLevel(logging.WARNING)
         try:
-            evaluation = evaluate(
-                dataset=dataset,
-                teams=teams,
-                kind=kind,
-                modes=mode_list,
-                fusion=fusion,
-                weights=weight_map,
-                scope_key=scope_key,
-                max_queries=max_queries,
-                progress=partial(progress, unit=" queries"),
-            )
+            with self._hits_log(hits_path, dataset=dataset.name) as hits_log:
+                evaluation = evaluate(
+                    dataset=dataset,
+                    teams=teams,
+                    kind=kind,
+                    modes=mode_list,
+                    fusion=fusion,
+                    weights=weight_map,
+                    scope_key=scope_key,
+                    max_queries=max_queries,
+                    progress=partial(progress, unit=" queries"),
+                    hits_log=hits_log,
+                )
         finally:
             search_logger.setLevel(previous_level)
         self.stdout.write(self._table(evaluation, kind=kind, fusion=fusion, weights=weight_map))
+        self._said_hits(hits_path, hits_log)
         if json_path:
             payload = {**evaluation.as_dict(), "kind": kind, "fusion": fusion}
             if weight_map:
@@ -185,8 +200,21 @@ class Command(BaseCommand):
     def _write_json(self, json_path: Path, payload: dict) -> None:
         write_json(json_path, payload, stdout=self.stdout)
 
+    @staticmethod
+    def _hits_log(hits_path: Path | None, *, dataset: str):
+        if hits_path is None:
+            return nullcontext()
+        try:
+            return HitsLog.open(hits_path, dataset=dataset)
+        except OSError as error:
+            raise CommandError(f"--hits: cannot write {hits_path}: {error.strerror or error}") from error
+
+    def _said_hits(self, hits_path: Path | None, hits_log: HitsLog | None) -> None:
+        if hits_log is not None:
+            self.stdout.write(f"wrote {hits_path} ({hits_log.lines} searches with their hits)")
+
     def _graded(self, directory: Path, *, modes: list[str], json_path: str | None, drop: bool,
-                exactness: bool = False) -> None:
+                exactness: bool = False, hits_path: Path | None = None) -> None:
         try:
             graded_set = read_graded_set(directory)
         except DatasetError as error:
@@ -207,10 +235,12 @@ class Command(BaseCommand):
         previous_level = search_logger.level
         search_logger.setLevel(logging.WARNING)
         try:
-            results = evaluate_graded(graded_set=graded_set, team=team, modes=modes)
+            with self._hits_log(hits_path, dataset=graded_set.name) as hits_log:
+                results = evaluate_graded(graded_set=graded_set, team=team, modes=modes, hits_log=hits_log)
         finally:
             search_logger.setLevel(previous_level)
         self.stdout.write(graded_table(graded_set=graded_set, results=results))
+        self._said_hits(hits_path, hits_log)
         if json_path:
             payload = {"dataset": graded_set.name, "results": {mode: r.as_dict() for mode, r in results.items()}}
             self._write_json(json_path, payload)
