@@ -317,8 +317,9 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     AgentTool(
         name="get_all_friends",
         description="Everyone named in the memories: one entry per person (names compared "
-        "in any case, with or without accents: 'Zoe' and 'Zoë' are one), with the content of their "
-        "most important memory as summary, their highest importance, how many memories name them "
+        "in any case, with or without accents: 'Zoe' and 'Zoë' are one), with a memory about them as "
+        "summary (one that says their name and names the fewest others, the most important of those), "
+        "their highest importance, how many memories name them "
         "and those memories' ids; most important first, then by name. Counts every memory naming the person, whatever its category.",
         endpoint="GET /memories/friends",
         input=MemoryLimitQuery,

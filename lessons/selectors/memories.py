@@ -34,7 +34,7 @@ class MemoryListing:
 @dataclass(frozen=True)
 class Person:
     name: str  # the most common spelling among their memories
-    summary: str  # the content of their most important memory (most recent on ties)
+    summary: str  # a memory about them: says their name, names the fewest others, most important
     importance: int  # max over their memories
     memory_count: int
     memory_ids: list[int]  # most important first, then most recent
@@ -69,7 +69,12 @@ def _listing(memories: QuerySet[Memory], *, limit: int | None) -> MemoryListing:
 PEOPLE_SQL = f"""
 WITH named AS (
     SELECT m.id, m.content, m.importance, coalesce(m.occurred_at, m.created_at) AS moment,
-           btrim(p.name) AS name, unaccent(lower(btrim(p.name))) AS key
+           btrim(p.name) AS name, unaccent(lower(btrim(p.name))) AS key,
+           -- what makes a memory a summary of this person: its text says their name (as words,
+           -- with or without accents: "Zoë's concert" says Zoe) and it names few other people
+           to_tsvector('simple', unaccent(m.content)) @@ phraseto_tsquery('simple', unaccent(btrim(p.name)))
+               AS says_name,
+           cardinality(m.people) AS people_named
     FROM {Memory._meta.db_table} AS m CROSS JOIN LATERAL unnest(m.people) AS p(name)
     WHERE m.team_id = %s AND m.current_version_id IS NULL AND btrim(p.name) <> ''
 ), spellings AS (
@@ -80,7 +85,8 @@ WITH named AS (
     ORDER BY key, uses DESC, name = lower(name), name = unaccent(name), name
 ), people AS (
     SELECT key,
-           (array_agg(content ORDER BY importance DESC, moment DESC, id DESC))[1] AS summary,
+           (array_agg(content ORDER BY says_name DESC, people_named, importance DESC, moment DESC, id DESC))[1]
+               AS summary,
            max(importance) AS importance,
            count(DISTINCT id) AS memory_count,
            array_agg(id ORDER BY importance DESC, moment DESC, id DESC) AS memory_ids
@@ -99,7 +105,11 @@ def memories_friends(*, team: Team, limit: int | None = None) -> PeopleListing:
     (trimmed, in any case, with or without its accents, as the person search reads names: "Zoe"
     and "Zoë" are one person), whatever the memory's category: a person who only appears in an
     event or a health memory is still someone we know. Grouped in PostgreSQL; ordered by
-    importance (the max over their memories), then name; at most `limit` (MEMORY_LISTING_MAX)."""
+    importance (the max over their memories), then name; at most `limit` (MEMORY_LISTING_MAX).
+    A person's summary is their memory that says their name and names the fewest other people,
+    then the most important and most recent: the most important alone summed David up as "Lena
+    told me she's pregnant" and Maria, whose memory says "Maria has been my best friend since
+    ...", as the open mic she came to."""
     with connection.cursor() as cursor:
         cursor.execute(PEOPLE_SQL, [team.pk, _listing_limit(limit)])
         rows = cursor.fetchall()

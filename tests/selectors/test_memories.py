@@ -1,3 +1,4 @@
+import re
 from datetime import timedelta
 
 import pytest
@@ -38,8 +39,28 @@ def test_friends_are_people_grouped_by_name(demo_team):
     theirs = _current(demo_team).filter(people__contains=["Mateo"])
     assert mateo.memory_count == theirs.count() and set(mateo.memory_ids) == set(theirs.values_list("id", flat=True))
     assert mateo.importance == max(theirs.values_list("importance", flat=True))
-    top = theirs.annotate(moment=Coalesce("occurred_at", "created_at")).order_by("-importance", "-moment", "-id")[0]
-    assert mateo.summary == top.content and mateo.memory_ids[0] == top.id
+    ordered = theirs.annotate(moment=Coalesce("occurred_at", "created_at")).order_by("-importance", "-moment", "-id")
+    assert mateo.memory_ids[0] == ordered[0].id  # the ids: most important first
+    # the summary: a memory that says his name and names nobody else, the most important of those
+    about_him = [m for m in ordered if re.search(r"\bmateo\b", m.content.lower()) and len(m.people) == 1]
+    assert about_him and mateo.summary == about_him[0].content
+    maria = next(person for person in response.results if person.name == "Maria")
+    assert maria.summary.startswith("Maria has been my best friend")  # not the open mic she came to
+
+
+def test_a_persons_summary_says_their_name_and_is_about_them(team):
+    memory_create(team=team, content="Lena told me she's pregnant", people=["Lena", "David"], importance=10)
+    memory_create(team=team, content="David started as a pilot", people=["David"], importance=6)
+    memory_create(team=team, content="Dinner with David, Lena and Tom", people=["David", "Lena", "Tom"], importance=9)
+    memory_create(team=team, content="Sessions with Dr. Okafor are monthly", people=["Dr. Okafor"], importance=3)
+    memory_create(team=team, content="A panic attack in the lift", people=["Dr. Okafor"], importance=8)
+    summaries = {person.name: person.summary for person in memories_friends(team=team).results}
+    assert summaries == {
+        "Lena": "Lena told me she's pregnant",  # says her name: the most important of hers
+        "David": "David started as a pilot",  # the pregnancy names him but does not say his name
+        "Tom": "Dinner with David, Lena and Tom",
+        "Dr. Okafor": "Sessions with Dr. Okafor are monthly",  # a name of two words, said as words
+    }
 
 
 def test_friends_merge_spellings_and_count_every_category(team):
@@ -51,7 +72,7 @@ def test_friends_merge_spellings_and_count_every_category(team):
     response = memories_friends(team=team)
     assert [(p.name, p.importance, p.memory_count) for p in response.results] == [("Ana", 7, 2), ("Sam", 7, 3)]
     sam = response.results[1]
-    assert sam.summary == "Sam's birthday"  # most important, most recent on ties
+    assert sam.summary == "sam moved to Leipzig"  # says his name and names nobody else, most important
     assert memories_friends(team=team, limit=1).total == 2
 
 
