@@ -865,8 +865,8 @@ class MemoryListOut(Schema):
 
 class PersonOut(Schema):
     name: str = Field(description="The most common spelling of the name in the memories.")
-    summary: str = Field(description="The content of a memory about this person: one that says their name and names the "
-                         "fewest other people, the most important (then most recent) of those.")
+    summary: str = Field(description="The content of a memory about this person: one that says their name and "
+                         "names the fewest other people, the most important (then most recent) of those.")
     importance: int = Field(description="The highest importance among this person's memories.")
     memory_count: int
     memory_ids: list[int] = Field(description="Their memories' ids, most important first, then most recent.")
