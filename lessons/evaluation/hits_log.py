@@ -27,7 +27,7 @@ _LABEL_COLUMNS = {kind.hit_kind: (*kind.exact_arrays, *kind.exact_scalars) for k
 
 
 class HitsLog:
-    """Writes one line per recorded search; open it with `with HitsLog.open(path) as log:`."""
+    """Writes one line per recorded search; `with HitsLog.open(path, dataset=name) as log:`."""
 
     def __init__(self, stream: TextIO, *, dataset: str):
         self.stream = stream
