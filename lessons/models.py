@@ -10,6 +10,7 @@ import uuid
 from datetime import UTC, datetime
 
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.functions import RandomUUID
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.exceptions import ValidationError
@@ -253,6 +254,10 @@ class LessonStatus(models.TextChoices):
 class Lesson(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="lessons")
     external_id = models.CharField(max_length=200, null=True, blank=True)
+    # Who the row is across an export and an import (lessons.selectors.exports): a backup restored
+    # over the team it came from finds each row by it, text edited since or not (a row without an
+    # external_id used to be matched on its text alone, and one edited since came back twice).
+    uid = models.UUIDField(default=uuid.uuid4, db_default=RandomUUID(), editable=False)
     title = models.CharField(max_length=300)
     description = models.TextField(blank=True, default="", validators=[long_text_validator])
     context = models.TextField(blank=True, default="", validators=[long_text_validator])
@@ -298,6 +303,7 @@ class Lesson(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
         ordering = ["-updated_at", "-id"]
         constraints = [
             models.UniqueConstraint(fields=["team", "external_id"], name="lesson_external_id_unique_per_team"),
+            models.UniqueConstraint(fields=["team", "uid"], name="lesson_uid_unique_per_team"),
             models.CheckConstraint(
                 condition=Q(confidence__gte=0.0) & Q(confidence__lte=1.0), name="lesson_confidence_0_to_1"
             ),
@@ -338,6 +344,10 @@ class Memory(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memories")
     external_id = models.CharField(max_length=200, null=True, blank=True)
+    # Who the row is across an export and an import (lessons.selectors.exports): a backup restored
+    # over the team it came from finds each row by it, text edited since or not (a row without an
+    # external_id used to be matched on its text alone, and one edited since came back twice).
+    uid = models.UUIDField(default=uuid.uuid4, db_default=RandomUUID(), editable=False)
     content = models.TextField(help_text="The short form.", validators=[long_text_validator])
     details = models.TextField(blank=True, default="", help_text="The full form.", validators=[long_text_validator])
     categories = short_terms_field(help_text="person, emotion, interest, event, ... (extensible)")
@@ -381,6 +391,9 @@ class Memory(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
                 condition=Q(current_version__isnull=True),
                 name="memory_external_id_unique_per_team",
             ),
+            # A version is a row of its own with a uid of its own; only current memories are restored.
+            models.UniqueConstraint(fields=["team", "uid"], condition=Q(current_version__isnull=True),
+                                    name="memory_uid_unique_per_team"),
             models.CheckConstraint(
                 condition=Q(importance__gte=1) & Q(importance__lte=10), name="memory_importance_1_to_10"
             ),

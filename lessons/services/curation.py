@@ -70,6 +70,7 @@ def _snapshot(lesson: Lesson) -> dict:
     fields = {name: getattr(lesson, name) for name in SNAPSHOT_FIELDS}
     fields["created_at"] = lesson.created_at.isoformat()
     fields["updated_at"] = lesson.updated_at.isoformat()
+    fields["uid"] = str(lesson.uid)  # an import of a backup that still holds it does not bring it back
     return fields
 
 
@@ -201,6 +202,7 @@ def _memory_snapshot(memory: Memory) -> dict:
     for name in ("occurred_at", "created_at", "updated_at"):  # moments as JSON text
         moment = getattr(memory, name)
         fields[name] = moment.isoformat() if moment else None
+    fields["uid"] = str(memory.uid)
     fields["versions"] = list(
         Memory.objects.filter(current_version=memory).order_by("version").values("version", "content", "details")
     )

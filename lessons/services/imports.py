@@ -3,8 +3,9 @@
 Each line is checked and written in a transaction of its own: a bad line (broken JSON, a missing
 title, a confidence of 7) is reported with its number and reason and leaves nothing behind, while
 the good lines are imported. Importing the same file again changes nothing: rows are matched on
-`external_id` or, when a line has none, on its text as the services store it (a lesson's title and
-description, a memory's content and details). Rows alike in that text are taken in id order, and a
+`external_id` or, when a line has none, on its `uid` (what exports write: who the row is, so a row
+edited since the file was written is still found) and then on its text as the services store it
+(a lesson's title and description, a memory's content and details). Rows alike in that text are taken in id order, and a
 row a line of this run already imported is not matched again by a later line: the export writes
 rows in id order, so line k takes back the k-th of them, and two rows alike in text stay two.
 Curators' work stands: a lesson merged into another is not created again, an existing lesson keeps
@@ -20,6 +21,7 @@ restore of an older backup never rolls back later work. A line without `updated_
 import hashlib
 import json
 import math
+import uuid
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -162,6 +164,19 @@ def _past_datetime(data: dict, name: str, *, now: datetime) -> datetime | None:
     return value
 
 
+def _uid(data: dict) -> uuid.UUID | None:
+    """The row's uid, as exports write it (None: the line gives none)."""
+    value = data.get("uid")
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        try:
+            return uuid.UUID(value.strip())
+        except ValueError:
+            pass
+    raise LineError(f"uid: expected a UUID such as '0b8e8f3c-5a1d-4c8e-9f7a-2d6b1e4c9a10', got {value!r}")
+
+
 def _iso(value: datetime) -> str:
     return value.astimezone(timezone.utc).isoformat()
 
@@ -175,7 +190,7 @@ def _check_keys(data: dict, allowed: set[str]) -> None:
 # --- lessons ---------------------------------------------------------------------------------
 
 LESSON_DATE_KEYS = ("created_at", "updated_at")
-LESSON_KEYS = set(lesson_services.EDITABLE_FIELDS) | set(LESSON_DATE_KEYS)
+LESSON_KEYS = set(lesson_services.EDITABLE_FIELDS) | set(LESSON_DATE_KEYS) | {"uid"}
 
 
 def _lesson_fields(data: dict) -> dict:
@@ -212,21 +227,23 @@ def _import_lesson(*, team: Team, data: dict):
     fields = _lesson_fields(data)
     dates = _lesson_dates(data)  # checked on every line; applied only to a lesson this line creates
     written = _past_datetime(data, "updated_at", now=datetime.now(timezone.utc))  # checked above
+    uid = _uid(data)
     text_match = {"title": normalise_text(fields["title"]), "description": normalise_text(fields["description"])}
-    existing = _find_existing(Lesson.objects.filter(team=team), external_id=fields["external_id"],
-                              text_match=text_match)
+    lessons = Lesson.objects.filter(team=team)
+    existing = _find_existing(lessons, external_id=fields["external_id"], uid=uid, text_match=text_match)
     if existing is None:
         # A curator merged this lesson into another: importing the file again brought it back as a
         # new lesson beside the one that absorbed it.
-        merge = _merge_of(LessonMerge.objects.filter(team=team), external_id=fields["external_id"],
+        merge = _merge_of(LessonMerge.objects.filter(team=team), external_id=fields["external_id"], uid=uid,
                           text_match=text_match)
         if merge:
             return "merged_away", f"merged into lesson #{merge.lesson_id} by a curator; not created again"
         lesson = lesson_services.lesson_create(team=team, **fields)
         _claim(lesson.pk)
         _remember_import(lesson)
-        if dates:  # after the save: auto_now would overwrite them (dates are not in the digest)
-            Lesson.objects.filter(pk=lesson.pk).update(**dates)
+        # after the save: auto_now would overwrite the dates (neither they nor the uid are in the digest)
+        if changes := {**dates, **_uid_to_take(lessons, uid=uid)}:
+            Lesson.objects.filter(pk=lesson.pk).update(**changes)
         return "created"
     _claim(existing.pk)
     # Accepting and rejecting are the curators' decisions: a file that still says "proposed" does
@@ -272,7 +289,7 @@ def _remember_import(lesson: Lesson) -> None:
 # --- memories --------------------------------------------------------------------------------
 
 MEMORY_DATE_KEYS = ("created_at", "written_at", "updated_at")
-MEMORY_KEYS = set(memory_services.EDITABLE_FIELDS) | {"history", *MEMORY_DATE_KEYS}
+MEMORY_KEYS = set(memory_services.EDITABLE_FIELDS) | {"history", "uid", *MEMORY_DATE_KEYS}
 HISTORY_KEYS = {"content", "details", "written_at"}
 
 
@@ -371,11 +388,12 @@ def _import_memory(*, team: Team, data: dict) -> str:
     history = _memory_history(data, now=now)
     dates = _memory_dates(data, history=history, now=now)  # checked on every line, applied only on a create
     written = _past_datetime(data, "updated_at", now=now)  # checked above
+    uid = _uid(data)
     text_match = {name: normalise_text(fields[name]) for name in memory_services.VERSIONED_FIELDS}
-    existing = _find_existing(Memory.objects.filter(team=team, current_version__isnull=True),
-                              external_id=fields["external_id"], text_match=text_match)
+    memories = Memory.objects.filter(team=team, current_version__isnull=True)
+    existing = _find_existing(memories, external_id=fields["external_id"], uid=uid, text_match=text_match)
     if existing is None:
-        merge = _merge_of(MemoryMerge.objects.filter(team=team), external_id=fields["external_id"],
+        merge = _merge_of(MemoryMerge.objects.filter(team=team), external_id=fields["external_id"], uid=uid,
                           text_match=text_match)
         if merge:  # as for lessons: merged into another, it is not created again beside it
             return "merged_away", f"merged into memory #{merge.memory_id} by a curator; not created again"
@@ -389,6 +407,8 @@ def _import_memory(*, team: Team, data: dict) -> str:
             memory = memory_services.memory_update(memory=memory, **version)
         if dates:
             _date_replayed_memory(memory=memory, dates=dates, written=[moment for _, moment in replayed])
+        if taken := _uid_to_take(memories, uid=uid):
+            Memory.objects.filter(pk=memory.pk).update(**taken)
         _claim(memory.pk)
         return "created"
     _claim(existing.pk)
@@ -444,22 +464,39 @@ def _claim(pk: int) -> None:
         claims.this_line.add(pk)
 
 
-def _find_existing(queryset, *, external_id: str | None, text_match: dict):
+def _find_existing(queryset, *, external_id: str | None, uid: uuid.UUID | None, text_match: dict):
     if external_id:  # unique in the team, and a second line with it is refused before the lookup
         return queryset.filter(external_id=external_id).first()
-    # Two rows alike in text (one lesson confirmed, one rejected) came back as one mixed row, and a
-    # re-import wrote the first line's values to .first() and the second's back over them.
     claims = _claims.get() or _Claims()
+    if uid is not None:
+        # The row the file was exported from, whatever its text now: matched on its text, a row
+        # edited since the export was not found, and a restore of the backup made a second one.
+        pk = queryset.filter(uid=uid).values_list("pk", flat=True).first()
+        if pk is not None and pk not in claims:
+            return queryset.filter(pk=pk).first()
+    # No such row here (a file from another team, or from before rows had uids): by text. Two rows
+    # alike in text (one lesson confirmed, one rejected) came back as one mixed row, and a
+    # re-import wrote the first line's values to .first() and the second's back over them.
     candidates = queryset.filter(external_id__isnull=True, **text_match).order_by("pk")
     pk = next((pk for pk in candidates.values_list("pk", flat=True) if pk not in claims), None)
     return None if pk is None else queryset.filter(pk=pk).first()
 
 
-def _merge_of(merges, *, external_id: str | None, text_match: dict):
+def _uid_to_take(queryset, *, uid: uuid.UUID | None) -> dict:
+    """The update that gives a row this line created the line's uid ({} when it gives none, or
+    another row of the team has it: the created row keeps the fresh one it was given)."""
+    if uid is None or queryset.filter(uid=uid).exists():
+        return {}
+    return {"uid": uid}
+
+
+def _merge_of(merges, *, external_id: str | None, uid: uuid.UUID | None, text_match: dict):
     """The latest record of a row merged away that a line names: by its id, or, for a line
-    without one, by its text, as the rows are matched."""
+    without one, by its uid, then by its text, as the rows are matched."""
     if external_id:
         merges = merges.filter(merged_fields__external_id=external_id)
+    elif uid is not None and (merge := merges.filter(merged_fields__uid=str(uid)).order_by("-pk").first()):
+        return merge
     else:
         merges = merges.filter(merged_fields__external_id=None,
                                **{f"merged_fields__{name}": value for name, value in text_match.items()})
@@ -518,6 +555,7 @@ def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], te
 def _import_each_line(report: ImportReport, *, lines: Iterable[str | bytes], team: Team,
                       import_one: Callable[..., str], claims: _Claims) -> None:
     first_line_of: dict[str, int] = {}  # external_id -> the line that imported it
+    first_line_of_uid: dict[uuid.UUID, int] = {}
     for number, raw_line in enumerate(lines, start=1):
         report.lines_read = number
         if isinstance(raw_line, bytes):  # a file read as bytes: each line decoded on its own
@@ -542,6 +580,9 @@ def _import_each_line(report: ImportReport, *, lines: Iterable[str | bytes], tea
                 # of the same file would report "updated" for a file that did not change.
                 raise LineError(f"external_id {external_id!r} is on line {first_line_of[external_id]} too; "
                                 "a file holds each row once")
+            uid = _uid(data)
+            if uid in first_line_of_uid:
+                raise LineError(f"uid '{uid}' is on line {first_line_of_uid[uid]} too; a file holds each row once")
             outcome = _import_one_line(import_one, team=team, data=data)
         except json.JSONDecodeError as error:
             if "\r" in raw_line.rstrip("\r\n"):  # the whole file read as one line
@@ -561,6 +602,8 @@ def _import_each_line(report: ImportReport, *, lines: Iterable[str | bytes], tea
             continue
         if external_id:
             first_line_of[external_id] = number
+        if uid is not None:
+            first_line_of_uid[uid] = number
         claims.imported |= claims.this_line
         if isinstance(outcome, tuple):  # imported, with a note on what was left out
             outcome, note = outcome

@@ -6,6 +6,7 @@ import io
 import itertools
 import json
 import threading
+import uuid
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 
@@ -19,7 +20,8 @@ from lessons.models import Lesson, Memory, Team
 from lessons.selectors import exports
 from lessons.selectors.exports import memory_export_rows
 from lessons.services.api_keys import api_key_create
-from lessons.services.lessons import lesson_create
+from lessons.services.curation import lesson_merge, memory_merge
+from lessons.services.lessons import lesson_create, lesson_update
 from lessons.services.memories import memory_create, memory_update
 from tests.api.conftest import JsonClient
 from tests.factories import LessonFactory, MemoryFactory
@@ -284,3 +286,100 @@ def test_restoring_an_older_backup_keeps_the_edits_made_since_and_says_so(tmp_pa
     out, err = run("import_memories", tmp_path / "undated.jsonl", team="acme")
     assert ": 0 created, 1 updated" in out and err == ""
     assert Memory.objects.get(pk=memory.pk).content == "Zoë studies architecture"
+
+
+def test_a_backup_finds_each_row_by_its_uid_even_when_its_text_was_edited_since(tmp_path, team):
+    # Rows without an external_id were matched on their text alone: restoring the backup over the
+    # team it came from made a second lesson and a second memory of the two edited since.
+    twins(team)
+    lesson_create(team=team, title="Deleted after the backup")
+    run("export_lessons", tmp_path / "lessons.jsonl", team="acme")
+    run("export_memories", tmp_path / "memories.jsonl", team="acme")
+    backup = [json.loads(line) for line in (tmp_path / "lessons.jsonl").read_text().splitlines()]
+    stored = Lesson.objects.filter(team=team).order_by("id")
+    assert [line["uid"] for line in backup] == [str(lesson.uid) for lesson in stored]
+    edited_lesson, _, gone = stored
+    lesson_update(lesson=edited_lesson, title="Retry webhooks with backoff")
+    gone.delete()
+    edited_memory = Memory.objects.filter(team=team).order_by("id").first()
+    memory_update(memory=edited_memory, content="Lunch with the whole team")
+
+    out, err = run("import_lessons", tmp_path / "lessons.jsonl", team="acme")
+    assert ": 1 created, 0 updated, 2 unchanged, 0 failed\n" in out  # the deleted one, with its uid
+    assert err.startswith(f"{tmp_path / 'lessons.jsonl'}:1: note: changed since this file was written")
+    assert sorted(Lesson.objects.filter(team=team).values_list("title", flat=True)) == [
+        "Deleted after the backup", "Retry webhooks", "Retry webhooks with backoff"]
+    assert str(Lesson.objects.get(team=team, title="Deleted after the backup").uid) == backup[2]["uid"]
+
+    out, err = run("import_memories", tmp_path / "memories.jsonl", team="acme")
+    assert ": 0 created, 0 updated, 2 unchanged, 0 failed\n" in out
+    assert err.startswith(f"{tmp_path / 'memories.jsonl'}:1: note: changed since this file was written")
+    assert sorted(Memory.objects.filter(team=team, current_version__isnull=True).values_list("content", flat=True)) == [
+        "Lunch with the team", "Lunch with the whole team"]
+
+
+def test_a_backup_line_of_a_row_merged_away_since_is_not_created_again_by_its_uid(tmp_path, team):
+    # edited, then merged into another: neither its text nor the merge record's text is the file's
+    twins(team)
+    run("export_lessons", tmp_path / "lessons.jsonl", team="acme")
+    run("export_memories", tmp_path / "memories.jsonl", team="acme")
+    keep, merged = Lesson.objects.filter(team=team).order_by("id")
+    lesson_update(lesson=merged, title="Retry webhooks, rejected")
+    lesson_merge(keep=keep, merged=[Lesson.objects.get(pk=merged.pk)])
+    kept_memory, merged_memory = Memory.objects.filter(team=team).order_by("id")
+    memory_merge(keep=kept_memory, merged=memory_update(memory=merged_memory, content="Lunch with Ben and Cleo"))
+
+    for name, noun, kept in (("lessons", "lesson", keep), ("memories", "memory", kept_memory)):
+        out, err = run(f"import_{name}", tmp_path / f"{name}.jsonl", team="acme")
+        assert ", 1 merged away by curators, 0 failed\n" in out
+        assert f":2: note: merged into {noun} #{kept.pk} by a curator; not created again\n" in err
+    assert Lesson.objects.filter(team=team).count() == 1
+    assert Memory.objects.filter(team=team, current_version__isnull=True).count() == 1
+
+
+def test_a_file_from_another_team_or_from_before_uids_is_matched_as_before(tmp_path, team):
+    # A uid this team has no row for: the row is found by its text (the team restored from an
+    # export written before rows had uids), and a row it creates takes the line's uid.
+    twins(team)
+    run("export_lessons", tmp_path / "lessons.jsonl", team="acme")
+    lines = [json.loads(line) for line in (tmp_path / "lessons.jsonl").read_text().splitlines()]
+    foreign = [{**line, "uid": str(uuid.uuid4())} for line in lines]
+    foreign.append({"title": "New from elsewhere", "uid": str(uuid.uuid4())})
+    (tmp_path / "foreign.jsonl").write_text("".join(json.dumps(line) + "\n" for line in foreign))
+    out, _ = run("import_lessons", tmp_path / "foreign.jsonl", team="acme")
+    assert ": 1 created, 0 updated, 2 unchanged, 0 failed\n" in out
+    assert [str(uid) for uid in Lesson.objects.filter(team=team).order_by("id").values_list("uid", flat=True)] == [
+        lines[0]["uid"], lines[1]["uid"], foreign[2]["uid"]]  # the matched rows keep their own
+
+
+def test_a_bad_uid_or_a_uid_on_two_lines_is_a_bad_line_naming_it(tmp_path, team):
+    given = str(uuid.uuid4())
+    (tmp_path / "lessons.jsonl").write_text("".join(json.dumps(line) + "\n" for line in (
+        {"title": "One", "uid": given},
+        {"title": "Two", "uid": given.upper()},  # the same uid, spelt otherwise
+        {"title": "Three", "uid": "lesson-3"},
+        {"title": "Four", "uid": 4},
+    )))
+    with pytest.raises(CommandError):
+        run("import_lessons", tmp_path / "lessons.jsonl", team="acme")
+    assert list(Lesson.objects.filter(team=team).values_list("title", "uid")) == [("One", uuid.UUID(given))]
+    stderr = StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_lessons", str(tmp_path / "lessons.jsonl"), team="acme", stdout=StringIO(), stderr=stderr)
+    assert f":2: uid '{given}' is on line 1 too; a file holds each row once" in stderr.getvalue()
+    assert ":3: uid: expected a UUID such as " in stderr.getvalue() and "got 'lesson-3'" in stderr.getvalue()
+    assert ":4: uid: expected a UUID such as " in stderr.getvalue() and "got 4" in stderr.getvalue()
+
+
+def test_rows_written_without_a_uid_get_one_each(team):
+    # what a server still running the earlier code stores during a deploy, and what the migration
+    # gives the rows already stored: the database's own default, per row
+    original = lesson_create(team=team, title="Stored by the services")
+    columns = ", ".join(field.column for field in Lesson._meta.concrete_fields
+                        if field.column not in ("id", "uid", "search_vector"))  # the vector is generated
+    with connection.cursor() as cursor:
+        for _ in range(2):  # each a copy naming every column but its id and its uid
+            cursor.execute(f"INSERT INTO lessons_lesson ({columns}) SELECT {columns} FROM lessons_lesson "
+                           "WHERE id = %s", [original.pk])
+    uids = list(Lesson.objects.filter(team=team).values_list("uid", flat=True))
+    assert len(uids) == 3 and len(set(uids)) == 3 and None not in uids
