@@ -5,6 +5,8 @@ and no schema has an embedding field, so vectors never leave the server.
 The agent tools (`GET /tools`, MCP) are generated from these same input classes.
 """
 
+import json
+import re
 import typing
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
@@ -142,6 +144,27 @@ def _refuse_bool_as_number(cls, value: Any, info: ValidationInfo) -> Any:
     if isinstance(value, bool) and field is not None and _numeric_types(field.annotation):
         raise PydanticCustomError("number_type", "expected a number, not true or false")
     return value
+
+
+NUMBER_TEXT = re.compile(r"\s*[+-]?\d+(\.\d*)?\s*")
+
+
+def _refuse_number_as_moment(value: Any) -> Any:
+    """A moment is ISO 8601 text. pydantic reads a number, or a string of digits, as seconds since
+    1970: `"occurred_at": 2024` (or "2024", or "20240501") was stored as 1970-01-01T00:33:44, as
+    the imports never did."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number or (isinstance(value, str) and NUMBER_TEXT.fullmatch(value)):
+        raise PydanticCustomError(
+            "datetime_type", "expected an ISO 8601 date-time such as 2024-05-01T09:30:00+02:00 (or a date, "
+            "2024-05-01); {value} is a number, which would be read as seconds since 1970",
+            {"value": json.dumps(value)})
+    return value
+
+
+# Every moment an input takes: in the type, not a model validator, so a query string's parameters
+# (which ninja validates field by field, outside the schema's own validators) are held to it too.
+Moment = Annotated[datetime, BeforeValidator(_refuse_number_as_moment)]
 
 
 def _in_utc(value: datetime | None) -> datetime | None:
@@ -492,7 +515,7 @@ class MemoryIn(StrictIn):
     people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(
         [], description="The people it is about, by name, e.g. Sam, Maria Lopez.")
     emotions: Terms = Field([], description="What was felt, e.g. happy, anxious, panic.")
-    occurred_at: datetime | None = Field(None, description=(
+    occurred_at: Moment | None = Field(None, description=(
         "When it happened (ISO 8601; without an offset read as UTC). Left null when not given; date filters "
         "and the events listing then read when it was stored."))
     external_id: str | None = Field(None, max_length=200, description="Your own id for this memory, unique per team.")
@@ -512,7 +535,7 @@ class MemoryPatch(StrictIn):
     people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(None, description=(
         "The whole new list of people (it replaces the old one): send every name to keep with the one you add."))
     emotions: Terms = Field(None, description="The whole new list of emotions (it replaces the old one).")
-    occurred_at: datetime | None = Field(None, description=(
+    occurred_at: Moment | None = Field(None, description=(
         "When it happened (ISO 8601; without an offset read as UTC); null: not known."))
     external_id: str | None = Field(None, max_length=200, description="Your own id for this memory; null removes it.")
 
@@ -523,7 +546,7 @@ class MemoryPatch(StrictIn):
 # argument, and If-Match as the `updated_at` the agent read
 
 MEMORY_ID = "The memory's id (its current version)."
-ExpectedUpdatedAt = Annotated[datetime | None, Field(description=(
+ExpectedUpdatedAt = Annotated[Moment | None, Field(description=(
     "The memory's `updated_at` as you read it (get_memory). When the memory changed since, nothing is "
     "written and the error names this argument: read it again and re-apply your change. Left out, the "
     "write happens whatever changed meanwhile."))]
@@ -596,10 +619,10 @@ class MemoryFilters(FilterSchema):
     external_id: Annotated[str | None, FilterLookup("external_id")] = Field(
         None, description="The memory stored under this id of yours."
     )
-    since: datetime | None = Field(None, description=(
+    since: Moment | None = Field(None, description=(
         "Happened at or after this moment (ISO 8601; a memory without a date by when it was stored), as a "
         "search's `since` reads memories."))
-    until: datetime | None = Field(None, description="Happened before this moment, read as `since` is.")
+    until: Moment | None = Field(None, description="Happened before this moment, read as `since` is.")
 
     _lowercase_terms = field_validator("category", "emotion")(_lowercase)
     _dates_in_utc = field_validator("since", "until")(_in_utc)
@@ -689,13 +712,13 @@ class SearchFiltersIn(StrictIn):
         [], description="Memories: its people name one of them (any case, with or without accents)."
     )
     emotions: Terms = Field([], description="Memories: shares one.")
-    since: datetime | None = Field(
+    since: Moment | None = Field(
         None, description="From this moment (ISO 8601): lessons by when they were last updated, memories by when "
                           "they happened.",
         json_schema_extra=per_kind(lessons="From this moment (ISO 8601), by when the lesson was last updated.",
                                    memories="From this moment (ISO 8601), by when the memory happened."),
     )
-    until: datetime | None = Field(None, description="Before this moment, read as `since` is.")
+    until: Moment | None = Field(None, description="Before this moment, read as `since` is.")
 
     @field_validator("phase")
     @classmethod

@@ -141,6 +141,38 @@ def test_an_offset_the_database_cannot_store_is_converted_to_utc(api, moment):
     assert searched.status_code == 200, searched.content
 
 
+NUMBER_MOMENT = ("expected an ISO 8601 date-time such as 2024-05-01T09:30:00+02:00 (or a date, 2024-05-01); "
+                 "{} is a number, which would be read as seconds since 1970")
+
+
+@pytest.mark.parametrize("given, shown", [(2024, "2024"), ("2024", '"2024"'), ("20240501", '"20240501"'),
+                                          (1.7e9, "1700000000.0")])
+def test_a_number_for_a_moment_is_refused_not_read_as_seconds_since_1970(api, team, given, shown):
+    # "occurred_at": 2024 (or "2024") was stored as 1970-01-01T00:33:44, where the imports refuse it
+    response = api.post("/memories", {"content": "We moved to Leipzig", "occurred_at": given})
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{"field": "occurred_at", "message": NUMBER_MOMENT.format(shown)}]
+    memory = memory_create(team=team, content="Started the pottery course")
+    response = api.patch(f"/memories/{memory.pk}", {"occurred_at": given})
+    assert response.status_code == 422 and response.json()["errors"][0]["field"] == "occurred_at"
+    memory.refresh_from_db()
+    assert (memory.occurred_at, Memory.objects.filter(team=team).count()) == (None, 1)
+    searched = api.post("/search", {"query": "x", "kind": "memories", "filters": {"until": given}})
+    assert searched.status_code == 422
+    assert searched.json()["errors"] == [{"field": "filters.until", "message": NUMBER_MOMENT.format(shown)}]
+
+
+def test_a_moment_as_text_and_a_date_alone_are_still_read(api):
+    for given, stored in (("2024-05-01", "2024-05-01T00:00:00Z"),
+                          ("2024-05-01T09:30:00+02:00", "2024-05-01T07:30:00Z")):
+        created = api.post("/memories", {"content": f"Moved on {given}", "occurred_at": given})
+        assert created.status_code == 201 and created.json()["occurred_at"] == stored
+    listed = api.get("/memories", {"since": "2024"})  # a query string's moment is text too
+    assert listed.status_code == 422
+    assert listed.json()["errors"] == [{"field": "since", "message": NUMBER_MOMENT.format('"2024"')}]
+    assert api.get("/memories", {"since": "2024-04-30"}).json()["count"] == 2
+
+
 def test_a_search_from_past_year_9999_in_utc_is_refused_by_name(api):
     response = api.post("/search", {"query": "x", "kind": "memories",
                                     "filters": {"since": "9999-12-31T23:00:00-05:00"}})

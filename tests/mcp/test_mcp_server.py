@@ -826,3 +826,19 @@ def test_the_memory_tools_read_correct_and_forget_a_memory_of_the_servers_team_o
     assert fresh["people"] == ["Sam", "Maria"]  # Tom's stale write did not replace Maria
     assert not deleted.is_error and _payload(deleted) == {"id": memory.pk, "deleted": True}
     assert not Memory.objects.filter(team=team).exists()  # with its earlier version
+
+
+def test_a_number_for_a_moment_is_refused_naming_the_argument(team):
+    # "occurred_at": 2024 was stored as 1970-01-01T00:33:44 (seconds since 1970)
+    async def session(client):
+        return (
+            await client.call_tool("store_memory", {"content": "We moved to Leipzig", "occurred_at": 2024}),
+            await client.call_tool("list_memories", {"since": "2024"}),
+            await client.call_tool("store_memory", {"content": "We moved to Leipzig", "occurred_at": "2024-05-01"}),
+        )
+
+    number, text, date = _run(session)(team)
+    assert number.is_error and text.is_error and not date.is_error
+    assert [_payload(result)["errors"][0]["field"] for result in (number, text)] == ["occurred_at", "since"]
+    assert "is a number, which would be read as seconds since 1970" in _payload(number)["errors"][0]["message"]
+    assert [memory.occurred_at.isoformat() for memory in Memory.objects.all()] == ["2024-05-01T00:00:00+00:00"]
