@@ -3,10 +3,11 @@
 Each line is checked and written in a transaction of its own: a bad line (broken JSON, a missing
 title, a confidence of 7) is reported with its number and reason and leaves nothing behind, while
 the good lines are imported. Importing the same file again changes nothing: rows are matched on
-`external_id` or, when a line has none, on its `uid` (what exports write: who the row is, so a row
-edited since the file was written is still found) and then on its text as the services store it
-(a lesson's title and description, a memory's content and details). Rows alike in that text are taken in id order, and a
-row a line of this run already imported is not matched again by a later line: the export writes
+`external_id`, then on the line's `uid` (what exports write: who the row is, so a row whose text
+or external_id changed since the file was written is still found), and, for a line without an
+external_id, on its text as the services store it (a lesson's title and description, a memory's
+content and details). Rows alike in that text are taken in id order, and a row a line of this run
+already imported is not matched again by a later line: the export writes
 rows in id order, so line k takes back the k-th of them, and two rows alike in text stay two.
 Curators' work stands: a lesson merged into another is not created again, an existing lesson keeps
 its status, and a lesson that curators changed since the import last wrote it (`imported_digest`)
@@ -465,21 +466,29 @@ def _claim(pk: int) -> None:
 
 
 def _find_existing(queryset, *, external_id: str | None, uid: uuid.UUID | None, text_match: dict):
-    if external_id:  # unique in the team, and a second line with it is refused before the lookup
-        return queryset.filter(external_id=external_id).first()
     claims = _claims.get() or _Claims()
-    if uid is not None:
-        # The row the file was exported from, whatever its text now: matched on its text, a row
-        # edited since the export was not found, and a restore of the backup made a second one.
-        pk = queryset.filter(uid=uid).values_list("pk", flat=True).first()
-        if pk is not None and pk not in claims:
-            return queryset.filter(pk=pk).first()
+    if external_id:  # unique in the team, and a second line with it is refused before the lookup
+        if (row := queryset.filter(external_id=external_id).first()) is not None:
+            return row
+        # its external_id changed or went since the file was written: the uid still names it
+        return _by_uid(queryset, uid=uid, claims=claims)
+    if (row := _by_uid(queryset, uid=uid, claims=claims)) is not None:
+        return row
     # No such row here (a file from another team, or from before rows had uids): by text. Two rows
     # alike in text (one lesson confirmed, one rejected) came back as one mixed row, and a
     # re-import wrote the first line's values to .first() and the second's back over them.
     candidates = queryset.filter(external_id__isnull=True, **text_match).order_by("pk")
     pk = next((pk for pk in candidates.values_list("pk", flat=True) if pk not in claims), None)
     return None if pk is None else queryset.filter(pk=pk).first()
+
+
+def _by_uid(queryset, *, uid: uuid.UUID | None, claims: "_Claims"):
+    """The row the file was exported from, whatever its text and external_id now: matched on its
+    text alone, a row edited since the export was not found, and a restore made a second one."""
+    if uid is None:
+        return None
+    pk = queryset.filter(uid=uid).values_list("pk", flat=True).first()
+    return None if pk is None or pk in claims else queryset.filter(pk=pk).first()
 
 
 def _uid_to_take(queryset, *, uid: uuid.UUID | None) -> dict:
@@ -491,16 +500,17 @@ def _uid_to_take(queryset, *, uid: uuid.UUID | None) -> dict:
 
 
 def _merge_of(merges, *, external_id: str | None, uid: uuid.UUID | None, text_match: dict):
-    """The latest record of a row merged away that a line names: by its id, or, for a line
-    without one, by its uid, then by its text, as the rows are matched."""
-    if external_id:
-        merges = merges.filter(merged_fields__external_id=external_id)
-    elif uid is not None and (merge := merges.filter(merged_fields__uid=str(uid)).order_by("-pk").first()):
+    """The latest record of a row merged away that a line names: by its external_id, its uid, or,
+    for a line without an external_id, its text, as the rows are matched."""
+    merges = merges.order_by("-pk")
+    if external_id and (merge := merges.filter(merged_fields__external_id=external_id).first()):
         return merge
-    else:
-        merges = merges.filter(merged_fields__external_id=None,
-                               **{f"merged_fields__{name}": value for name, value in text_match.items()})
-    return merges.order_by("-pk").first()
+    if uid is not None and (merge := merges.filter(merged_fields__uid=str(uid)).first()):
+        return merge
+    if external_id:
+        return None
+    return merges.filter(merged_fields__external_id=None,
+                         **{f"merged_fields__{name}": value for name, value in text_match.items()}).first()
 
 
 def _describe(error: Exception) -> str:

@@ -383,3 +383,22 @@ def test_rows_written_without_a_uid_get_one_each(team):
                            "WHERE id = %s", [original.pk])
     uids = list(Lesson.objects.filter(team=team).values_list("uid", flat=True))
     assert len(uids) == 3 and len(set(uids)) == 3 and None not in uids
+
+
+def test_a_row_whose_external_id_changed_since_the_backup_is_found_by_its_uid(tmp_path, team):
+    fill(team)
+    run("export_lessons", tmp_path / "lessons.jsonl", team="acme")
+    run("export_memories", tmp_path / "memories.jsonl", team="acme")
+    lesson = Lesson.objects.get(team=team, external_id="l-1")
+    lesson_update(lesson=lesson, external_id="stripe-retries")
+    memory = Memory.objects.get(team=team, external_id="m-1", current_version__isnull=True)
+    memory_update(memory=memory, external_id=None)
+
+    out, err = run("import_lessons", tmp_path / "lessons.jsonl", team="acme")
+    assert ": 0 created, 0 updated, 3 unchanged, 0 failed\n" in out  # l-1 came back as a second lesson
+    assert err.startswith(f"{tmp_path / 'lessons.jsonl'}:1: note: changed since this file was written")
+    out, _ = run("import_memories", tmp_path / "memories.jsonl", team="acme")
+    assert ": 0 created, 0 updated, 2 unchanged, 0 failed\n" in out
+    assert list(Lesson.objects.filter(team=team).order_by("id").values_list("external_id", flat=True)) == [
+        "stripe-retries", None, "l-3"]
+    assert Memory.objects.filter(team=team, current_version__isnull=True).count() == 2
