@@ -220,7 +220,6 @@ def _search(*, request: SearchRequest) -> SearchResponse:
         tech_stack=tuple(request.tech_stack) if kind.caller_metadata else (),
         project_type=request.project_type if kind.caller_metadata else None,
         now=timezone.now(),
-        query_terms=len(terms),
     )
     scoring.score_parts(candidates, plan)
     if request.fusion == "rrf":

@@ -119,6 +119,7 @@ class KeywordCandidate:
     coverage: float | None = None  # share of the query's English terms the row carries
     certain: bool = True  # False: the heads could not prove this is BM25's top k
     scanned: bool = False  # every posting was scored (the plan, design 2), not the heads
+    word_share: float | None = None  # share of the query's words it matched, each once in any form
 
 
 # Memory for the leg's hash aggregates (per row: its partial score and matched terms). PostgreSQL
@@ -145,12 +146,15 @@ def head_size(limit: int) -> int:
 
 # CTEs english, exact, terms: the query's terms (parameters: the query, twice), as the leg and
 # its plan both read them; without `<`, as the rows' search vectors are (lessons.models.WithoutTagStarts).
+# Each term keeps the positions of the query's words it came from: one word can give two terms (the
+# stem `secur` and the unstemmed `security`, as a tag is indexed), and a row matching both matched
+# one word, not two.
 QUERY_TERMS_SQL = """
         english AS (
-            SELECT lexeme, coalesce(array_length(positions, 1), 1) AS qtf, true AS english
+            SELECT lexeme, coalesce(array_length(positions, 1), 1) AS qtf, true AS english, positions
               FROM unnest(to_tsvector('english', translate(%s, '<', ' ')))
         ), exact AS (
-            SELECT s.lexeme, coalesce(array_length(s.positions, 1), 1) AS qtf, false AS english
+            SELECT s.lexeme, coalesce(array_length(s.positions, 1), 1) AS qtf, false AS english, s.positions
               FROM unnest(to_tsvector('simple', translate(%s, '<', ' '))) AS s
              WHERE NOT EXISTS (SELECT 1 FROM english e WHERE e.lexeme = s.lexeme)
                AND numnode(plainto_tsquery('english', s.lexeme)) > 0
@@ -229,7 +233,7 @@ def keyword_leg_sql(
     *, kind: str, team_id: int, query: str, filter_sql: str, filter_params: list, limit: int,
     head: int | None = 0, signature_masks: tuple[tuple[int, ...], ...] = (),
 ) -> tuple[str, list] | None:
-    """One SELECT (id, score, matched_terms, coverage, max_score, certain, scanned), best first,
+    """One SELECT (id, score, matched_terms, coverage, max_score, certain, scanned, word_share), best first,
     that a caller may run alone or embed as a CTE. `head`: postings read per term (0: the default
     for this limit; None: every posting, the exact whole-list scan; `keyword_plan` chooses). None
     when the query holds no text. With heads, an empty answer that is not certain comes as one row
@@ -252,6 +256,7 @@ def keyword_leg_sql(
                english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage,
                (SELECT sum(weight) * {k1 + 1!r} FROM term_weights) AS max_score""",
     }
+    word_share = _word_share_sql
     stats_len = " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD")
     common = _terms_and_weights_sql(stats_len=stats_len)
     params = [query, query, kind_code, team_id, kind_code, team_id]
@@ -259,14 +264,23 @@ def keyword_leg_sql(
     leg = dict(kind_code=kind_code, team_id=team_id, table=table, filter_sql=filter_sql,
                filter_params=filter_params, limit=limit, signature=signature, **sql_parts)
     if head is None:
-        ctes, leg_params, answer = _scan_sql(**leg)
+        ctes, leg_params, answer = _scan_sql(**leg, word_share=word_share)
     else:
-        ctes, leg_params, answer = _heads_sql(**leg, head=head or head_size(limit), k1=k1, b=b, weights=weights)
+        ctes, leg_params, answer = _heads_sql(**leg, head=head or head_size(limit), k1=k1, b=b, weights=weights,
+                                              word_share=word_share)
     return f"WITH {common}, {ctes} {answer}", [*params, *leg_params]
 
 
+def _word_share_sql(alias: str) -> str:
+    """The answer's last column: the share of the query's words (their positions) that the row's
+    matched terms come from, each word once whichever of its forms matched."""
+    words = "SELECT count(DISTINCT q.pos) FROM terms AS t CROSS JOIN unnest(t.positions) AS q(pos)"
+    return (f"({words} WHERE t.lexeme = ANY({alias}.matched_terms))::float8 / nullif(({words}), 0) "
+            "AS word_share")
+
+
 def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, signature, weighted_tf, weighted_len,
-              term_factor, outputs) -> tuple[str, list, str]:
+              term_factor, outputs, word_share) -> tuple[str, list, str]:
     """The whole-list scan: every posting of every query term scored. CTEs, their parameters, and
     the SELECT of the answer."""
     ctes = f"""
@@ -285,7 +299,8 @@ def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, si
             SELECT * FROM scan_scored ORDER BY score DESC, row_id
         ), scan_answer AS (
             -- walk the ranking best first and stop at `limit` rows that pass the filter
-            SELECT r.row_id AS id, r.score, r.matched_terms, {outputs}, true AS certain, true AS scanned
+            SELECT r.row_id AS id, r.score, r.matched_terms, {outputs}, true AS certain, true AS scanned,
+                   {word_share("r")}
               FROM scan_ranked AS r
              WHERE EXISTS (SELECT 1 FROM {table} AS t WHERE t.id = r.row_id AND ({filter_sql}))
              ORDER BY r.score DESC, r.row_id
@@ -295,7 +310,7 @@ def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, si
 
 
 def _heads_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, signature, weighted_tf,
-               weighted_len, term_factor, outputs, head, k1, b, weights) -> tuple[str, list, str]:
+               weighted_len, term_factor, outputs, head, k1, b, weights, word_share) -> tuple[str, list, str]:
     """Heads of `head` postings a term, the bound, completion and the verdict (the design above).
     CTEs, their parameters, and the SELECT of the answer."""
 
@@ -384,7 +399,7 @@ def _heads_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, s
                             AND (SELECT sum(bound) FROM bounds) <= (SELECT theta FROM theta))) AS certain
         ), answer AS (
             SELECT final.row_id AS id, final.score, final.matched_terms, {outputs}, verdict.certain,
-                   false AS scanned
+                   false AS scanned, {word_share("final")}
               FROM final CROSS JOIN verdict
              ORDER BY final.score DESC, final.row_id
              LIMIT %s
@@ -392,7 +407,7 @@ def _heads_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, s
     answer = """
         SELECT * FROM answer
         UNION ALL  -- an empty answer still says whether it is certain
-        SELECT NULL, NULL, NULL, NULL, NULL, false, false FROM verdict
+        SELECT NULL, NULL, NULL, NULL, NULL, false, false, NULL FROM verdict
          WHERE NOT verdict.certain AND NOT EXISTS (SELECT 1 FROM answer)"""
     params = [
         kind_code, team_id, kind_code, team_id, *filter_params, limit, limit, *filter_params,
@@ -432,5 +447,5 @@ def keyword_candidates(
                                   filter_params=filter_params, limit=limit, head=None,
                                   signature_masks=signature_masks)
     return [KeywordCandidate(id=row[0], score=float(row[1]), matched_terms=sorted(row[2]), coverage=row[3],
-                             certain=row[5], scanned=row[6])
+                             certain=row[5], scanned=row[6], word_share=row[7])
             for row in rows if row[0] is not None]

@@ -48,6 +48,7 @@ class Candidate:
     bm25_max: float = 0.0  # the query's attainable BM25 (sum of qtf x idf x (k1 + 1))
     matched_terms: list[str] = field(default_factory=list)
     keyword_coverage: float | None = None  # share of the query's English terms the row carries
+    keyword_word_share: float | None = None  # share of the query's words it matched, in any form
     legs: set[str] = field(default_factory=set)  # "semantic", "keyword", "exact"
     found_by: set[str] = field(default_factory=set)  # "primary", "contextual"
     exact: bool = False
@@ -81,7 +82,6 @@ class ScoringPlan:
     # the tuned weights for this query over the same parts: labels judge meaning and words by them
     # when the caller's own weights give both nothing
     default_weights: dict[str, float] = field(default_factory=dict)
-    query_terms: int = 0  # the keyword query's content terms (labels: the share of them a row matched)
 
 
 def active_weights(weights: dict[str, float], *, semantic: bool, keyword: bool) -> dict[str, float]:
@@ -163,6 +163,7 @@ def collapse_same_title(candidates: list[Candidate]) -> tuple[list[Candidate], i
             bm25_max=max(m.bm25_max for m in members),
             matched_terms=sorted({t for m in members for t in m.matched_terms}),
             keyword_coverage=_max_or_none(m.keyword_coverage for m in members),
+            keyword_word_share=_max_or_none(m.keyword_word_share for m in members),
             legs=set().union(*(m.legs for m in members)),
             found_by=set().union(*(m.found_by for m in members)),
             exact=any(m.exact for m in members),
@@ -218,15 +219,15 @@ def absolute_keyword(bm25: float, bm25_max: float, calibration: dict[str, float]
 
 
 def label_keyword_evidence(candidate: Candidate, plan: "ScoringPlan") -> float:
-    """The label's words: BM25 on its fixed scale, at most the share of the query's terms the row
+    """The label's words: BM25 on its fixed scale, at most the share of the query's words the row
     carries. One rare word of "my cat is sick" reached 0.63 of the scale alone, a `high` in text
     mode; half the query's words now read at most 0.5, whatever their rarity. The share is the
-    English terms' (keyword_coverage), or the matched terms' count over the query's when higher: a
-    term matched as a tag (unstemmed `security`) is no English match, and counted nothing."""
+    English terms' (keyword_coverage), or the words' (keyword_word_share) when higher: a word
+    matched as a tag (unstemmed `security`) is no English match. Each word counts once: counting
+    matched terms, `secur` and `security` made one word of "database security" the whole query,
+    and a lesson on session cookies read `high` in text mode."""
     evidence = absolute_keyword(candidate.bm25_primary, candidate.bm25_max, plan.calibration)
-    shares = [candidate.keyword_coverage] if candidate.keyword_coverage is not None else []
-    if plan.query_terms:
-        shares.append(min(1.0, len(candidate.matched_terms) / plan.query_terms))
+    shares = [share for share in (candidate.keyword_coverage, candidate.keyword_word_share) if share is not None]
     return min(evidence, max(shares)) if shares else evidence
 
 

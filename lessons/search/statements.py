@@ -17,7 +17,7 @@ from lessons.search.semantic import feedback_vector_sql, semantic_leg_sql, sessi
 from lessons.search.spellings import with_spellings
 
 LEG_NAMES = {"sem_p": "semantic", "sem_c": "contextual_semantic", "kw_p": "keyword", "ex": "exact"}
-KEYWORD_SIGNALS = ("bm25_p", "bm25_max", "terms_p", "coverage_p", "in_kw_p", "in_ex")
+KEYWORD_SIGNALS = ("bm25_p", "bm25_max", "terms_p", "coverage_p", "word_share_p", "in_kw_p", "in_ex")
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def keyword_statement(*, scope: Scope, team_id: int, keyword_query: str, exact_t
     columns = []
     if "kw_p" in names:
         columns.append("kw_p.score AS bm25_p, kw_p.max_score AS bm25_max, kw_p.matched_terms AS terms_p,"
-                       " kw_p.coverage AS coverage_p")
+                       " kw_p.coverage AS coverage_p, kw_p.word_share AS word_share_p")
     columns.extend(f"({name}.id IS NOT NULL) AS in_{name}" for name in names)
     union = " UNION ".join(f"SELECT id FROM {name} WHERE id IS NOT NULL" for name in names)
     joins = "".join(f" LEFT JOIN {name} ON {name}.id = c.id" for name in names)

@@ -213,9 +213,11 @@ def test_weights_all_on_quality_do_not_make_off_topic_hits_high(demo_team):
     assert response.results and all(hit.relevance == "low" for hit in response.results)
 
 
-@pytest.mark.parametrize("query", ["how do I tune my guitar", "my cat is sick", "renew my passport"])
+@pytest.mark.parametrize("query", ["how do I tune my guitar", "my cat is sick", "renew my passport",
+                                   "database security"])
 def test_text_mode_labels_need_the_querys_words(demo_team, query):
-    # one rare word of two ("cat", "renew") read `high` on BM25's scale alone
+    # one rare word of two ("cat", "renew") read `high` on BM25's scale alone; so did "security"
+    # matched as a word and as a tag (two terms, one word), on a lesson about session cookies
     response = run(demo_team, query, mode="text", limit=10, explain=True)
     assert response.results and response.fallback is None
     assert all(hit.relevance != "high" for hit in response.results)

@@ -218,3 +218,18 @@ def test_the_migration_rewrites_the_vectors_and_postings_of_rows_with_tags(team)
     lesson_update(lesson=tagged, title="Load <script> tags async")  # the triggers were created again
     assert "async" in postings(tagged.id) and "defer" not in postings(tagged.id)
     assert [c.id for c in search(team, "async")] == [tagged.id]
+
+
+def test_a_word_matched_in_two_forms_is_one_word_of_the_query(team):
+    # `security` is a tag (indexed unstemmed) and a word of the title (stemmed `secur`): counting
+    # matched terms, it was two of the two words of "database security"
+    cookies = LessonFactory(team=team, title="Session cookie security", description="", recommendation="",
+                            category="zzz", tags=["security"])
+    both = LessonFactory(team=team, title="Database security reviews", description="", recommendation="",
+                         category="zzz", tags=[])
+    found = {candidate.id: candidate for candidate in search(team, "database security")}
+    assert sorted(found[cookies.id].matched_terms) == ["secur", "security"]
+    assert (found[cookies.id].word_share, found[cookies.id].coverage) == (0.5, 0.5)
+    assert (found[both.id].word_share, found[both.id].coverage) == (1.0, 1.0)
+    # a word no row has still counts in the query's words
+    assert search(team, "zxqvw security")[0].word_share == 0.5

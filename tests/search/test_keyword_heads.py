@@ -94,7 +94,7 @@ def test_an_empty_unproved_answer_still_says_so(team):
     corpus(team)
     rows = leg(team, "cache", head=12, filter_sql="t.team_id = %s AND t.category = %s",
                filter_params=[team.id, "nothing-has-this"])
-    assert rows == [(None, None, None, None, None, False, False)]
+    assert rows == [(None, None, None, None, None, False, False, None)]
 
 
 def test_the_search_reports_an_unproved_keyword_leg(team):

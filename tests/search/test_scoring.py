@@ -303,13 +303,12 @@ def test_the_labels_words_count_at_most_the_share_of_the_query_they_match():
     every_word = lesson(2, bm25=4.5, bm25_max=10.0, legs=("keyword",))
     every_word.keyword_coverage = 1.0
     assert labelled(every_word, text_mode) == "high"
-    # A term matched as a tag (unstemmed) is no English match: the matched terms' count counts it.
+    # A word matched as a tag (unstemmed) is no English match: the share of the words counts it.
     tag_only = lesson(5, bm25=4.5, bm25_max=10.0, legs=("keyword",))
-    tag_only.keyword_coverage, tag_only.matched_terms = 0.0, ["security", "database"]
-    two_terms = plan(has_semantic=False, weights=text_mode.weights, query_terms=2)
-    assert labelled(tag_only, two_terms) == "high"
-    tag_only.matched_terms = ["security"]
-    assert labelled(tag_only, two_terms) == "medium"
+    tag_only.keyword_coverage, tag_only.keyword_word_share = 0.0, 1.0
+    assert labelled(tag_only, text_mode) == "high"
+    tag_only.keyword_word_share = 0.5  # one word of two, in either form or in both
+    assert labelled(tag_only, text_mode) == "medium"
     # The cap is on the label only: the score's K is unchanged.
     capped, uncapped = lesson(3, bm25=2.85, legs=("keyword",)), lesson(4, bm25=2.85, legs=("keyword",))
     capped.keyword_coverage = 0.5
