@@ -125,11 +125,16 @@ def memory_update(
     stored.full_clean()
 
     update_fields = [*changed, "updated_at"]
+    version = None
     if previous_state is not None:
-        _archive_version(memory=stored, previous_state=previous_state)
+        version = _archive_version(memory=stored, previous_state=previous_state)
         stored.version += 1
         update_fields.append("version")
     stored.save(update_fields=update_fields)
+    if version is not None:
+        # Replaced by this edit: at the memory's new updated_at (its ETag's moment), not the few
+        # milliseconds earlier the version row was saved, so the history's dates and the tag agree.
+        Memory.objects.filter(pk=version.pk).update(updated_at=stored.updated_at)
     if text_changed:
         embedding_schedule(item=stored)
     memory.__dict__.update({name: getattr(stored, name) for name in [*EDITABLE_FIELDS, "version", "updated_at"]})

@@ -1,5 +1,6 @@
 import pytest
 
+from lessons.api.preconditions import etag
 from lessons.models import Memory
 from lessons.services.memories import memory_create
 from tests.factories import MemoryFactory
@@ -245,6 +246,19 @@ def test_a_version_is_dated_when_its_text_was_written_not_at_a_later_edit(api, t
     dated = [(v["version"], _moment(v["written_at"]), v["replaced_at"] and _moment(v["replaced_at"])) for v in listed]
     third, second = _to_ms(third_written), _to_ms(second_written)  # the API writes milliseconds
     assert dated == [(3, third, None), (2, second, third), (1, written, second)]
+
+
+def test_a_text_edit_and_the_text_it_replaced_share_one_moment_with_the_etag(api, team):
+    # the replaced version was saved a few milliseconds before the memory: its replaced_at, the
+    # current text's written_at and the memory's updated_at (its ETag) named three moments for one edit
+    created = api.post("/memories", {"content": "First text"}).json()
+    edited = api.patch(f"/memories/{created['id']}", {"content": "Second text"})
+    memory = Memory.objects.get(pk=created["id"])
+    replaced = Memory.objects.get(current_version=memory)
+    assert replaced.updated_at == memory.updated_at
+    assert edited["ETag"] == etag(memory)
+    current, earlier = api.get(f"/memories/{memory.pk}/versions").json()
+    assert current["written_at"] == earlier["replaced_at"] == edited.json()["updated_at"]
 
 
 @pytest.mark.parametrize("typed", ["İlker", "ilker", "İLKER", "Ilker"])

@@ -50,6 +50,7 @@ def fill(team):
     memory_update(memory=zoe, content="Zoë dropped out to learn carpentry")
     memory_update(memory=zoe, importance=9)  # not a text: the next version's written_at is not this
     memory_update(memory=zoe, content="Zoë is a carpenter in Leipzig", details="")
+    memory_update(memory=zoe, people=["Zoë", "Ida"])  # after the last text: written_at stays that text's
     memory_create(team=team, content="A memory without id, people or emotions")
     Memory.objects.filter(team=team).update(created_at=F("created_at") - timedelta(days=400),
                                             updated_at=F("updated_at") - timedelta(days=400))
@@ -82,7 +83,7 @@ def test_export_import_export_gives_the_same_bytes_and_the_same_dates(tmp_path, 
     zoe, plain = [json.loads(line) for line in (tmp_path / "memories.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [version["content"] for version in zoe["history"]] == [
         "Zoë studies architecture", "Zoë dropped out to learn carpentry"]  # oldest first
-    assert zoe["written_at"] < zoe["updated_at"]  # the importance changed after the last text
+    assert zoe["written_at"] < zoe["updated_at"]  # the people changed after the last text
     assert (plain["external_id"], plain["history"], plain["people"]) == (None, [], [])
     assert plain["written_at"] == plain["created_at"]
     assert versions_seen_by_the_api(team) == versions_seen_by_the_api(Team.objects.get(slug="copy"))
