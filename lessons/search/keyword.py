@@ -256,7 +256,6 @@ def keyword_leg_sql(
                english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage,
                (SELECT sum(weight) * {k1 + 1!r} FROM term_weights) AS max_score""",
     }
-    word_share = _word_share_sql
     stats_len = " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD")
     common = _terms_and_weights_sql(stats_len=stats_len)
     params = [query, query, kind_code, team_id, kind_code, team_id]
@@ -264,10 +263,9 @@ def keyword_leg_sql(
     leg = dict(kind_code=kind_code, team_id=team_id, table=table, filter_sql=filter_sql,
                filter_params=filter_params, limit=limit, signature=signature, **sql_parts)
     if head is None:
-        ctes, leg_params, answer = _scan_sql(**leg, word_share=word_share)
+        ctes, leg_params, answer = _scan_sql(**leg)
     else:
-        ctes, leg_params, answer = _heads_sql(**leg, head=head or head_size(limit), k1=k1, b=b, weights=weights,
-                                              word_share=word_share)
+        ctes, leg_params, answer = _heads_sql(**leg, head=head or head_size(limit), k1=k1, b=b, weights=weights)
     return f"WITH {common}, {ctes} {answer}", [*params, *leg_params]
 
 
@@ -283,7 +281,7 @@ def _word_share_sql(alias: str) -> str:
 
 
 def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, signature, weighted_tf, weighted_len,
-              term_factor, outputs, word_share) -> tuple[str, list, str]:
+              term_factor, outputs) -> tuple[str, list, str]:
     """The whole-list scan: every posting of every query term scored. CTEs, their parameters, and
     the SELECT of the answer."""
     ctes = f"""
@@ -303,7 +301,7 @@ def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, si
         ), scan_answer AS (
             -- walk the ranking best first and stop at `limit` rows that pass the filter
             SELECT r.row_id AS id, r.score, r.matched_terms, {outputs}, true AS certain, true AS scanned,
-                   {word_share("r")}
+                   {_word_share_sql("r")}
               FROM scan_ranked AS r
              WHERE EXISTS (SELECT 1 FROM {table} AS t WHERE t.id = r.row_id AND ({filter_sql}))
              ORDER BY r.score DESC, r.row_id
@@ -313,7 +311,7 @@ def _scan_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, si
 
 
 def _heads_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, signature, weighted_tf,
-               weighted_len, term_factor, outputs, head, k1, b, weights, word_share) -> tuple[str, list, str]:
+               weighted_len, term_factor, outputs, head, k1, b, weights) -> tuple[str, list, str]:
     """Heads of `head` postings a term, the bound, completion and the verdict (the design above).
     CTEs, their parameters, and the SELECT of the answer."""
 
@@ -402,7 +400,7 @@ def _heads_sql(*, kind_code, team_id, table, filter_sql, filter_params, limit, s
                             AND (SELECT sum(bound) FROM bounds) <= (SELECT theta FROM theta))) AS certain
         ), answer AS (
             SELECT final.row_id AS id, final.score, final.matched_terms, {outputs}, verdict.certain,
-                   false AS scanned, {word_share("final")}
+                   false AS scanned, {_word_share_sql("final")}
               FROM final CROSS JOIN verdict
              ORDER BY final.score DESC, final.row_id
              LIMIT %s

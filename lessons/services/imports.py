@@ -482,7 +482,7 @@ def _find_existing(queryset, *, external_id: str | None, uid: uuid.UUID | None, 
     return None if pk is None else queryset.filter(pk=pk).first()
 
 
-def _by_uid(queryset, *, uid: uuid.UUID | None, claims: "_Claims"):
+def _by_uid(queryset, *, uid: uuid.UUID | None, claims: _Claims):
     """The row the file was exported from, whatever its text and external_id now: matched on its
     text alone, a row edited since the export was not found, and a restore made a second one."""
     if uid is None:

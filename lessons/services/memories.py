@@ -125,16 +125,12 @@ def memory_update(
     stored.full_clean()
 
     update_fields = [*changed, "updated_at"]
-    version = None
     if previous_state is not None:
-        version = _archive_version(memory=stored, previous_state=previous_state)
         stored.version += 1
         update_fields.append("version")
     stored.save(update_fields=update_fields)
-    if version is not None:
-        # Replaced by this edit: at the memory's new updated_at (its ETag's moment), not the few
-        # milliseconds earlier the version row was saved, so the history's dates and the tag agree.
-        Memory.objects.filter(pk=version.pk).update(updated_at=stored.updated_at)
+    if previous_state is not None:  # after the save: the version is dated at the memory's new updated_at
+        _archive_version(memory=stored, previous_state=previous_state)
     if text_changed:
         embedding_schedule(item=stored)
     memory.__dict__.update({name: getattr(stored, name) for name in [*EDITABLE_FIELDS, "version", "updated_at"]})
@@ -147,13 +143,16 @@ def _snapshot(memory: Memory) -> dict:
 
 def _archive_version(*, memory: Memory, previous_state: dict) -> Memory:
     """Store the memory's previous state as a version row of its own: `created_at` when its text
-    was written, `updated_at` when it was replaced (now)."""
+    was written, `updated_at` when it was replaced: the memory's updated_at, saved by the edit that
+    replaced it (its ETag's moment; the version row's own save came a few milliseconds apart, and
+    one edit named three moments in the history and the tag)."""
     # Its text became current when the version before it was replaced, else when the memory was
     # created; the memory's own updated_at may be a later edit of its people or importance.
     replaced_before = memory.previous_versions.order_by("-version").values_list("updated_at", flat=True).first()
     version = Memory(current_version=memory, **previous_state)
     version.save()
-    Memory.objects.filter(pk=version.pk).update(created_at=replaced_before or memory.created_at)
+    Memory.objects.filter(pk=version.pk).update(created_at=replaced_before or memory.created_at,
+                                                updated_at=memory.updated_at)
     # It keeps the embedding copied from the memory; only one never embedded (or stale) needs one.
     embedding_schedule_if_pending(item=version)
     return version
