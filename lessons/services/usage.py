@@ -25,6 +25,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
 
 from lessons.models import FeedbackVerdict, Lesson, LessonMerge, Memory, MemoryMerge, SearchRecord, Team
 
@@ -36,6 +37,20 @@ TABLES = {"lessons": Lesson._meta.db_table, "memories": Memory._meta.db_table}
 MERGES = {"lessons": (LessonMerge, "merged_lesson_id", "lesson_id"),
           "memories": (MemoryMerge, "merged_memory_id", "memory_id")}
 MAX_QUERY_RECORD_CHARS = 2_000
+DEADLOCK_ATTEMPTS = 3
+
+
+def _deadlocked(error: BaseException) -> bool:
+    return getattr(error.__cause__, "sqlstate", None) == "40P01"
+
+
+def _attempts() -> Retrying:
+    """Tries of a counting transaction: one the database ended in a deadlock (it rolled back,
+    nothing of it stays) is run again after a few milliseconds. Locking in id order avoids most;
+    a report reaching a merged row's new holder takes a second batch of locks, which can still
+    meet another's in the opposite order."""
+    return Retrying(retry=retry_if_exception(_deadlocked), stop=stop_after_attempt(DEADLOCK_ATTEMPTS),
+                    wait=wait_random(0.005, 0.05), reraise=True)
 
 
 def search_record(
@@ -58,24 +73,31 @@ def search_record(
     search_id = uuid.uuid4()
     now = now or timezone.now()
     ids = [int(i) for i in result_ids]
+    table = TABLES[kind]
+    # The rows are locked in id order before the UPDATE: an UPDATE locks rows in the order it meets
+    # them in the heap, which differs between snapshots as rows move, and concurrent searches
+    # sharing results deadlocked (most answered without a search_id).
     statement = (
         "WITH record AS ("
         f" INSERT INTO {SearchRecord._meta.db_table}"
         " (id, team_id, kind, operation, query, mode, source, result_ids, created_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s::bigint[], %s) RETURNING id)"
-        f" UPDATE {TABLES[kind]} SET returned_count = returned_count + 1, last_returned_at = %s"
-        " WHERE team_id = %s AND id = ANY(%s::bigint[]) AND EXISTS (SELECT 1 FROM record)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s::bigint[], %s) RETURNING id),"
+        f" locked AS MATERIALIZED (SELECT id FROM {table} WHERE team_id = %s AND id = ANY(%s::bigint[])"
+        " ORDER BY id FOR NO KEY UPDATE)"
+        f" UPDATE {table} SET returned_count = returned_count + 1, last_returned_at = %s"
+        f" FROM locked WHERE {table}.id = locked.id AND EXISTS (SELECT 1 FROM record)"
     )
     params = [
         search_id, team.pk, kind, operation[:64], (query or "")[:MAX_QUERY_RECORD_CHARS], mode, source, ids, now,
-        now, team.pk, sorted(set(ids)),  # sorted: concurrent searches lock shared rows in one order
+        team.pk, sorted(set(ids)), now,
     ]
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            # A record is not worth a disk flush: after a crash the last few may be missing (the
-            # database stays consistent), and the search does not wait for the WAL to reach disk.
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
-            cursor.execute(statement, params)
+        for attempt in _attempts():
+            with attempt, transaction.atomic(), connection.cursor() as cursor:
+                # A record is not worth a disk flush: after a crash the last few may be missing (the
+                # database stays consistent), and the search does not wait for the WAL to reach disk.
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+                cursor.execute(statement, params)
     except DatabaseError:
         logger.exception("could not record a search of team %s; answered without a search_id", team.slug)
         return None
@@ -136,12 +158,22 @@ def feedback_record(
 
     now = now or timezone.now()
     verdicts = [(i, FeedbackVerdict.USED) for i in used] + [(i, FeedbackVerdict.NOT_HELPFUL) for i in not_helpful]
-    result = FeedbackResult(search_id=record.pk)
     if not verdicts:
-        return result
-    table = TABLES[record.kind]
+        return FeedbackResult(search_id=record.pk)
+    for attempt in _attempts():
+        with attempt:
+            result = _count_verdicts(team=team, search_id=record.pk, kind=record.kind, verdicts=verdicts,
+                                     used=used, not_helpful=not_helpful, now=now)
+    return result
+
+
+def _count_verdicts(*, team: Team, search_id: uuid.UUID, kind: str, verdicts: list[tuple[int, str]],
+                    used: list[int], not_helpful: list[int], now: datetime) -> FeedbackResult:
+    """One transaction: insert the verdicts not given yet and move the counts of their rows."""
+    table = TABLES[kind]
+    result = FeedbackResult(search_id=search_id)
     with transaction.atomic(), connection.cursor() as cursor:
-        holders = _rows_holding(team=team, kind=record.kind, ids=[i for i, _ in verdicts])
+        holders = _rows_holding(team=team, kind=kind, ids=[i for i, _ in verdicts])
         result.gone = [i for i, _ in verdicts if i not in holders]
         verdicts = [(i, verdict) for i, verdict in verdicts if i in holders]
         # One verdict per (search, result): the unique constraint decides, also between two
@@ -150,7 +182,7 @@ def feedback_record(
             "INSERT INTO lessons_searchfeedback (search_id, result_id, verdict, created_at)"
             " SELECT %s, v.result_id, v.verdict, %s FROM unnest(%s::bigint[], %s::varchar[]) AS v(result_id, verdict)"
             " ON CONFLICT (search_id, result_id) DO NOTHING RETURNING result_id, verdict",
-            [record.pk, now, [i for i, _ in verdicts], [str(v) for _, v in verdicts]],
+            [search_id, now, [i for i, _ in verdicts], [str(v) for _, v in verdicts]],
         )
         inserted = {row[0]: row[1] for row in cursor.fetchall()}
         result.used = [i for i in used if inserted.get(i) == FeedbackVerdict.USED]
@@ -175,14 +207,16 @@ def feedback_record(
 def _rows_holding(*, team: Team, kind: str, ids: list[int]) -> dict[int, int]:
     """Each of `ids` (a search's results) -> the row that holds it now: itself, or the row a merge
     since the search folded it into (merge records move to whoever absorbs the kept row, so one
-    lookup is enough). An id deleted since is left out. The rows are locked FOR SHARE until the
-    caller's transaction ends: a merge or delete (which lock them FOR UPDATE) waits for the counts."""
+    lookup is enough). An id deleted since is left out. The rows are locked, in id order, until the
+    caller's transaction ends: a merge or delete waits for the counts. FOR NO KEY UPDATE, the lock
+    the counts' UPDATE takes anyway: two reports that both held FOR SHARE and then both wanted to
+    update the rows deadlocked."""
     table = TABLES[kind]
 
     def present(candidates) -> set[int]:
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT id FROM {table} WHERE team_id = %s AND id = ANY(%s::bigint[]) ORDER BY id FOR SHARE",
+                f"SELECT id FROM {table} WHERE team_id = %s AND id = ANY(%s::bigint[]) ORDER BY id FOR NO KEY UPDATE",
                 [team.pk, sorted(set(candidates))],
             )
             return {row[0] for row in cursor.fetchall()}

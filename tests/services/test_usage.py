@@ -1,11 +1,12 @@
 """Recording searches and agents' feedback (lessons/services/usage.py), on the real database."""
 
+import threading
 import uuid
 from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -193,3 +194,85 @@ def test_a_memory_merged_away_since_counts_for_the_memory_kept(team):
     result = feedback_record(team=team, search_id=search_id, used=[merged.pk])
     assert result.as_dict()["merged"] == [{"id": merged.pk, "counted_for": kept.pk}]
     assert counts(Memory, kept.pk)[1] == 1
+
+
+def _at_once(work, *, threads: int) -> list:
+    """Run work(i) in `threads` threads released together; what each returned or raised."""
+    start = threading.Barrier(threads)
+    outcomes = [None] * threads
+
+    def run(i):
+        try:
+            start.wait(10)
+            outcomes[i] = work(i)
+        except Exception as error:  # noqa: BLE001 - the test reports what each thread met
+            outcomes[i] = error
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    return outcomes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_searches_returning_the_same_rows_are_all_recorded(team):
+    """Each UPDATE locked its rows in the order it met them in the heap, which moves as rows are
+    updated: searches sharing results deadlocked, and most answered without a search_id."""
+    rows = [LessonFactory(team=team).pk for _ in range(40)]
+    threads, rounds = 8, 12
+
+    def searches(i):
+        ordered = rows if i % 2 else rows[::-1]
+        return [record(team, ordered[j:] + ordered[:j]) for j in range(rounds)]
+
+    outcomes = _at_once(searches, threads=threads)
+    assert all(isinstance(ids, list) and None not in ids for ids in outcomes), outcomes
+    assert {counts(Lesson, pk)[0] for pk in rows} == {threads * rounds}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_reports_on_the_same_rows_are_all_counted(team):
+    """Two reports holding the same rows FOR SHARE then both wanted them FOR UPDATE: a deadlock,
+    one report refused as "the database is unavailable" and its verdicts lost."""
+    rows = [LessonFactory(team=team).pk for _ in range(12)]
+    threads, rounds = 8, 6
+    search_ids = [[record(team, rows) for _ in range(rounds)] for _ in range(threads)]
+
+    def reports(i):
+        used = rows[: len(rows) // 2] if i % 2 else rows[::-1]
+        return [feedback_record(team=team, search_id=search_id, used=used).used for search_id in search_ids[i]]
+
+    outcomes = _at_once(reports, threads=threads)
+    assert not [o for o in outcomes if isinstance(o, Exception)], outcomes
+    used = {pk: counts(Lesson, pk)[1] for pk in rows}
+    assert used == {pk: rounds * (threads if pk in rows[: len(rows) // 2] else threads // 2) for pk in rows}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transaction_ended_by_a_deadlock_is_run_again(team):
+    """The backstop for what id order cannot prevent (a report locking a merged row's new holder in
+    a second batch): a real deadlock between two transactions, and both end done."""
+    from lessons.services.usage import _attempts
+
+    first, second = LessonFactory(team=team).pk, LessonFactory(team=team).pk
+    both_hold_one = threading.Barrier(2)
+    tries = [0, 0]
+
+    def lock_in_order(i):
+        order = (first, second) if i == 0 else (second, first)
+        for attempt in _attempts():
+            with attempt, transaction.atomic(), connection.cursor() as cursor:
+                tries[i] += 1
+                cursor.execute("UPDATE lessons_lesson SET used_count = used_count + 1 WHERE id = %s", [order[0]])
+                if tries[i] == 1:
+                    both_hold_one.wait(10)
+                cursor.execute("UPDATE lessons_lesson SET used_count = used_count + 1 WHERE id = %s", [order[1]])
+        return tries[i]
+
+    outcomes = _at_once(lock_in_order, threads=2)
+    assert sorted(outcomes) == [1, 2]  # one was chosen as the deadlock's victim, and ran again
+    assert counts(Lesson, first)[1] == counts(Lesson, second)[1] == 2
