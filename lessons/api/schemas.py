@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from django.conf import settings
-from django.db.models import BooleanField, Func, Q, Value
+from django.db.models import BooleanField, F, Func, Q, TextField, Value
 from django.db.models.expressions import RawSQL
-from django.db.models.lookups import GreaterThanOrEqual, LessThan
+from django.db.models.lookups import GreaterThanOrEqual, IRegex, LessThan
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
 from pydantic import (
     AfterValidator,
@@ -29,7 +29,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from lessons.models import MAX_FREQUENCY, MAX_TEXT_CHARS, MEMORY_HAPPENED_AT, Lesson, Memory, short_term_validator
-from lessons.search.filters import names_one_of_sql
+from lessons.search.filters import folded_accents, names_one_of_sql
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.scoring import LABELS as RELEVANCE_LABELS
 from lessons.search.types import FUSIONS, KINDS, MAX_CONTEXT_CHARS, MAX_LIMIT, MAX_QUERY_CHARS, MODES
@@ -381,15 +381,19 @@ def _every_word(text: str | None, *fields: str) -> Q:
     is café, as a person filter reads a name), as a whole word (no letter or digit touching it):
     "row security" finds "Row-level security" as the words are, not only as the phrase, and "art"
     no longer finds "heart" or "party". Both sides are folded by PostgreSQL's unaccent(), so "soren"
-    finds Søren, which Python's Unicode decomposition leaves as it is."""
+    finds Søren, which Python's Unicode decomposition leaves as it is: the fields in SQL, the words
+    before their pattern is built (folded_accents; `__unaccent__` would fold the finished pattern,
+    and "×" became a live "*")."""
+    words = _words_to_find(text)
     condition = Q()
-    for word in _words_to_find(text):
+    for word, unaccented in zip(words, folded_accents(words), strict=True):
         either = Q()
         for name in fields:
             if UNSPACED_SCRIPTS.search(word):  # without spaces (東京 in 東京タワーに行った) a word is the run
                 either |= Q(**{f"{name}__icontains": word})
             else:
-                either |= Q(**{f"{name}__unaccent__iregex": Func(Value(whole_word_pattern(word)), function="unaccent")})
+                field = Func(F(name), function="unaccent", output_field=TextField())
+                either |= Q(IRegex(field, Value(whole_word_pattern(unaccented))))
         condition &= either
     return condition
 

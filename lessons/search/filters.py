@@ -8,6 +8,7 @@ parameters, never interpolated.
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import connection
 
 from lessons.models import Lesson, Memory
 from lessons.search.kinds import SEARCH_KINDS
@@ -32,6 +33,19 @@ def names_one_of_sql(people: str) -> str:
     parameter (a text[]), compared folded (FOLDED_NAME)."""
     return (f"EXISTS (SELECT 1 FROM unnest({people}) AS p(name) WHERE {FOLDED_NAME.format('p.name')}"
             f" = ANY(SELECT {FOLDED_NAME.format('v')} FROM unnest(%s::text[]) AS v))")
+
+
+def folded_accents(texts: list[str]) -> list[str]:
+    """`texts` as PostgreSQL's unaccent() folds them ("Søren" -> "Soren"), in one round trip.
+    A pattern is built from the folded text and escaped after: unaccent() applied to a finished
+    pattern folded "×" into "*", "‖" into "||", "∖" into a backslash and "％" into "%", so an
+    escaped word became live syntax again (an invalid expression, or a filter matching every row)."""
+    if not texts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT array_agg(unaccent(u.text) ORDER BY u.i)"
+                       " FROM unnest(%s::text[]) WITH ORDINALITY AS u(text, i)", [list(texts)])
+        return list(cursor.fetchone()[0])
 
 
 def table_for(kind: str) -> str:
@@ -136,14 +150,14 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             # Jose), with no letter or digit touching it: in a stored full name
             # ("Featherstonehaugh" is Orla Featherstonehaugh) and in the text ("Tom" is not
             # "tomorrow", "Anna" not "Vienna", "J.R." ends at its dot); a one-letter name only as a
-            # whole stored name ("A" is mostly an article). unaccent() leaves a pattern's ASCII
-            # syntax as it is, so it folds the patterns below as it folds the names they are read on.
+            # whole stored name ("A" is mostly an article). The patterns are built from the name
+            # as unaccent() folds it (folded_accents), never folded after they are built.
             folded = "unaccent(lower(p.name))"
-            whole_word = whole_word_pattern(name)
+            [unaccented] = folded_accents([name])
             in_people, values = [f"{folded} = unaccent(lower(%s))"], [name]
             if len(name) >= PERSON_PREFIX_MIN_LETTERS:
-                in_people.append(f"{folded} LIKE unaccent(lower(%s))")
-                values.append(name.replace("%", r"\%").replace("_", r"\_") + "%")
+                in_people.append(f"starts_with({folded}, unaccent(lower(%s)))")
+                values.append(name)
             if len(name) >= PERSON_TYPO_MIN_LETTERS:
                 in_people.append(f"levenshtein_less_equal({folded}, unaccent(lower(%s)), 1) <= 1")
                 values.append(name)
@@ -151,9 +165,9 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             if len(name) >= PERSON_TEXT_MIN_LETTERS:
                 # in the text, only as a name is written, with a capital: "Jazz" found every memory
                 # about jazz, "May" and "Nobody" the months and "nobody seemed to care"
-                in_people.append("unaccent(p.name) ~* unaccent(%s)")
-                sql += " OR unaccent(t.content || ' ' || t.details) ~ unaccent(%s)"
-                values += [whole_word, name_in_text_pattern(name)]
+                in_people.append("unaccent(p.name) ~* %s")
+                sql += " OR unaccent(t.content || ' ' || t.details) ~ %s"
+                values += [whole_word_pattern(unaccented), name_in_text_pattern(unaccented)]
             add("(" + sql.format(" OR ".join(in_people)) + ")", *values)
         if filters.emotions:
             add("t.emotions && %s::varchar[]", spelled(filters.emotions), facet="emotions")

@@ -341,6 +341,20 @@ def test_the_text_filter_reads_words_without_the_punctuation_around_them_and_the
         {"field": "text", "message": "no word to look for, only punctuation; leave the parameter out instead"}]
 
 
+@pytest.mark.parametrize("word", ["×", "±", "∖", "⁅", "‖", "zqxv‖", "％", "a…b", "©"])
+def test_a_word_that_unaccent_folds_into_regex_syntax_is_read_as_itself(api, team, word):
+    """unaccent() folds "×" to "*", "‖" to "||", "∖" to a backslash: applied to an escaped
+    pattern it made the syntax live again, so the filter was a 422 blaming `body` with the
+    database's words, or matched every row ("zqxv‖" is "zqxv" or nothing)."""
+    memory_create(team=team, content="Went climbing with Sam")
+    times = memory_create(team=team, content="Rated it 3 × 4 ± 1 a…b © ％ ‖ ∖ ⁅ out of ten")
+    for path, key in (("/memories", "items"), ("/lessons", "items")):
+        response = api.get(path, {"text": word})
+        assert response.status_code == 200, response.content
+        found = [item["id"] for item in response.json()[key]]
+        assert found == ([times.pk] if path == "/memories" and word != "zqxv‖" else [])
+
+
 def test_the_external_id_filter_reads_the_id_as_it_is_stored(api, team):
     stored = api.post("/memories", {"content": "Met Ana", "external_id": " dup-1 "}).json()
     assert stored["external_id"] == "dup-1"

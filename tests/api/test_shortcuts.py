@@ -128,6 +128,16 @@ def test_by_person_nobody_has_is_empty(api, memories):
     assert _ids(response) == [] and response.json()["fallback"] is None
 
 
+@pytest.mark.parametrize("name", ["Zq‖", "Ad∖", "Ad⁅", "P％a", "Sa×"])
+def test_a_name_that_unaccent_folds_into_pattern_syntax_finds_nobody(api, team, name):
+    """"Zq‖" (unaccent: "Zq||") found every memory, "Ad∖" was a 422 ("invalid regular
+    expression"), "P％a" (a LIKE wildcard once folded) found Priya."""
+    for person in ("Priya", "Adam", "Sam", "Zqa"):
+        memory_create(team=team, content=f"Lunch with {person}", people=[person])
+    response = api.get("/memories/by-person", {"name": name})
+    assert _ids(response) == [] and response.json()["total"] == 0
+
+
 def test_by_emotion(api, memories):
     ids = _ids(api.get("/memories/by-emotion", {"emotion": "panic"}))
     assert memories["panic_ours"].pk in ids and memories["panic_theirs"].pk not in ids
