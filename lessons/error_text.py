@@ -47,6 +47,13 @@ def over_a_database_limit(error: BaseException) -> bool:
     return str(getattr(error.__cause__, "sqlstate", "") or "").startswith("54")
 
 
+def lost_to_a_concurrent_write(error: BaseException) -> bool:
+    """The database ended the transaction to settle it with a concurrent one (a deadlock, SQLSTATE
+    40P01, or a serialization failure, 40001): nothing of it stays, and the same request sent
+    again can succeed. Not an outage."""
+    return getattr(error.__cause__, "sqlstate", None) in ("40P01", "40001")
+
+
 def schema_behind(error: BaseException) -> bool:
     """A database error from a table, column or function the code has and the database lacks: the
     code runs before `migrate` did (a deploy's order, a restored backup). A function is an

@@ -23,7 +23,7 @@ from mcp.shared.message import SessionMessage
 
 from lessons.api import errors
 from lessons.api.tools import AGENT_TOOLS, TOOLS_BY_NAME
-from lessons.error_text import one_line, over_a_database_limit
+from lessons.error_text import lost_to_a_concurrent_write, one_line, over_a_database_limit
 from lessons.mcp_stdio import answerable_id, checked_lines
 from lessons.models import Team
 from lessons.search.types import SearchRequestError
@@ -142,6 +142,9 @@ def build_server(*, team: Team, api_key: str | None = None) -> Server:
             if over_a_database_limit(error):  # the API's 422 too
                 logger.error("a value past a database limit: %s", one_line(error))
                 return _error(errors.unstorable_value(error))
+            if lost_to_a_concurrent_write(error):  # the API's 503 with Retry-After: send it again
+                logger.warning("a tool call lost to a concurrent one: %s", one_line(error))
+                return _error(errors.concurrent_write(error))
             logger.error("database unavailable: %s", one_line(error))
             return _error(errors.database_unavailable(error))
         except Exception as error:  # an agent gets a tool error, never a dead session; the log has the trace

@@ -27,7 +27,7 @@ from lessons.api.lessons import router as lessons_router
 from lessons.api.memories import router as memories_router
 from lessons.api.search import router as search_router
 from lessons.api.tools import router as tools_router
-from lessons.error_text import one_line, over_a_database_limit
+from lessons.error_text import lost_to_a_concurrent_write, one_line, over_a_database_limit
 from lessons.search.types import SearchRequestError
 
 logger = logging.getLogger("lessons.api")
@@ -130,9 +130,14 @@ def http_error(request, exc: HttpError):
     return _answer(request, errors.error_body(exc.message), exc.status_code)
 
 
+def _input_of(request) -> str:
+    # a read's values come from its query string: "body" sent a GET's caller looking for a body
+    return "body" if request.method in ("POST", "PUT", "PATCH") else "query"
+
+
 @api.exception_handler(DataError)
 def unstorable_value(request, exc: DataError):
-    return _answer(request, errors.unstorable_value(exc), 422)
+    return _answer(request, errors.unstorable_value(exc, where=_input_of(request)), 422)
 
 
 @api.exception_handler(IntegrityError)
@@ -145,7 +150,12 @@ def conflict(request, exc: IntegrityError):
 def database_down(request, exc: DatabaseError):
     if over_a_database_limit(exc):
         logger.error("a value past a database limit: %s", one_line(exc))
-        return _answer(request, errors.unstorable_value(exc), 422)
+        return _answer(request, errors.unstorable_value(exc, where=_input_of(request)), 422)
+    if lost_to_a_concurrent_write(exc):
+        logger.warning("a request lost to a concurrent one: %s", one_line(exc))
+        answer = _answer(request, errors.concurrent_write(exc), 503)
+        answer["Retry-After"] = "1"
+        return answer
     logger.error("database unavailable: %s", one_line(exc))
     return _answer(request, errors.database_unavailable(exc), 503)
 

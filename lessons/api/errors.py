@@ -131,9 +131,17 @@ def database_unavailable(error: Exception) -> dict:
     return error_body(f"the database is unavailable: {first_line(error)}")
 
 
-def unstorable_value(error: Exception) -> dict:
-    """A DataError: the schemas refuse what they know the database refuses; this is the backstop (422)."""
-    return error_body(f"body: a value the database cannot store ({first_line(error)})")
+def unstorable_value(error: Exception, *, where: str = "body") -> dict:
+    """A DataError: the schemas refuse what they know the database refuses; this is the backstop
+    (422). `where`: the input it came from, the body or (a read's) query string."""
+    return error_body(f"{where}: a value the database cannot store ({first_line(error)})")
+
+
+def concurrent_write(error: Exception) -> dict:
+    return error_body(
+        "the database ended this request to settle a conflict with a concurrent one "
+        f"({first_line(error)}); nothing of it was kept: send it again"
+    )
 
 
 def internal(error: Exception) -> dict:

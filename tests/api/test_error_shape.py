@@ -446,3 +446,43 @@ def test_every_write_without_a_body_schema_is_known_to_take_no_body():
                 assert takes_body(operation.view_func) == bool(body), operation.view_func.__name__
                 seen += 1
     assert seen >= 30
+
+
+def _database_error(error_class, pg_error):
+    error = error_class(str(pg_error))
+    error.__cause__ = pg_error  # as Django raises it: psycopg's error is the cause
+    return error
+
+
+def test_a_request_the_database_ends_in_a_deadlock_is_a_503_to_send_again_not_an_outage(api, monkeypatch):
+    """A deadlock (or a serialization failure) was answered "the database is unavailable", which
+    tells an agent to wait for an outage to pass; nothing was kept and the request can be sent again."""
+    from django.db import OperationalError
+    from psycopg import errors as pg_errors
+
+    for pg_error in (pg_errors.DeadlockDetected("deadlock detected"),
+                     pg_errors.SerializationFailure("could not serialize access")):
+        def refused(**fields):
+            raise _database_error(OperationalError, pg_error)
+
+        monkeypatch.setattr("lessons.api.operations.memory_services.memory_create", refused)
+        response = api.post("/memories", {"content": "Met Ana"})
+        assert response.status_code == 503 and response["Retry-After"] == "1"
+        assert response.json()["detail"].startswith("the database ended this request to settle a conflict")
+        assert "unavailable" not in response.json()["detail"]
+    assert not Memory.objects.exists()
+
+
+def test_a_value_the_database_refuses_in_a_read_names_the_query_not_a_body(api, monkeypatch):
+    from django.db import DataError
+    from psycopg import errors as pg_errors
+
+    def refused(**fields):
+        raise _database_error(DataError, pg_errors.InvalidRegularExpression("invalid regular expression"))
+
+    monkeypatch.setattr("lessons.api.memories.memory_list", refused)
+    read = api.get("/memories", {"text": "ana"})
+    assert read.status_code == 422 and read.json()["detail"].startswith("query: a value the database cannot store")
+    monkeypatch.setattr("lessons.api.operations.memory_services.memory_create", refused)
+    write = api.post("/memories", {"content": "Met Ana"})
+    assert write.status_code == 422 and write.json()["detail"].startswith("body: a value the database cannot store")

@@ -430,9 +430,20 @@ def test_a_schema_behind_the_code_says_to_migrate(team, monkeypatch, error, word
     assert "imported_digest" not in _payload(result)["detail"]
 
 
+def _deadlock():
+    from django.db import OperationalError
+    from psycopg import errors as pg_errors
+
+    error = OperationalError("deadlock detected")
+    error.__cause__ = pg_errors.DeadlockDetected("deadlock detected")
+    return error
+
+
 @pytest.mark.parametrize("error, words", [
     (DataError("value too long for type character varying(64)"), "body: a value the database cannot store"),
     (IntegrityError("duplicate key value violates unique constraint"), "conflicts with a change another request"),
+    # a deadlock: nothing was kept, and the same call can succeed (the API's 503 with Retry-After)
+    (_deadlock(), "the database ended this request to settle a conflict with a concurrent one"),
 ])
 def test_a_value_the_database_refuses_is_the_callers_error_not_an_outage(team, monkeypatch, error, words):
     """The API answers these 422 and 409; the tools said "the database is unavailable", which tells
