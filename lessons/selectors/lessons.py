@@ -2,14 +2,16 @@
 returns a SearchResponse and the API serialises them one way."""
 
 from collections.abc import Sequence
-from pathlib import PurePath
+import re
 
 from django.conf import settings
 
 from lessons.models import Team
 from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
+from lessons.search.types import MAX_QUERY_CHARS
 
 SESSION_ACTIVITY_CHARS = 1_000
+SESSION_PATH_PART_CHARS = 100
 
 
 def lessons_relevant(
@@ -78,11 +80,15 @@ def lessons_for_session(
     if project and project.strip():
         parts.append(project.strip())
     if cwd and cwd.strip():
-        path_parts = [p for p in PurePath(cwd.strip()).parts[-2:] if p not in ("/", "\\")]
+        # either separator: an agent on Windows sends C:\Users\me\src\shop, which a POSIX path
+        # read as one part, so the whole directory went into the query
+        path_parts = [p[:SESSION_PATH_PART_CHARS] for p in re.split(r"[\\/]+", cwd.strip()) if p][-2:]
         parts.extend(p for p in path_parts if p.lower() != (project or "").strip().lower())
     if recent_activity and recent_activity.strip():
         parts.append(" ".join(recent_activity.split())[:SESSION_ACTIVITY_CHARS])
     # A fixed floor, not the adaptive one: at a session's start weak matches are noise, and when
-    # nothing clears it the most recent lessons are the better reminder (seed 003).
-    return search(request=SearchRequest(team=team, query=" ".join(parts), kind="lessons", limit=limit,
-                                        similarity_floor=settings.SEARCH_SIMILARITY_FLOOR))
+    # nothing clears it the most recent lessons are the better reminder (seed 003). The query is
+    # cut to a search's limit: each field within its own could still make a longer one, refused
+    # as `query`, a field this call does not have.
+    return search(request=SearchRequest(team=team, query=" ".join(parts)[:MAX_QUERY_CHARS], kind="lessons",
+                                        limit=limit, similarity_floor=settings.SEARCH_SIMILARITY_FLOOR))

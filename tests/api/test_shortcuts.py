@@ -267,3 +267,24 @@ def test_a_head_request_records_no_search_and_counts_nothing(api, team, path, pa
     assert lesson.returned_count == memory.returned_count == 0
     got = api.get(path, params)  # a GET still records, and its hits are counted
     assert got.json()["search_id"] and SearchRecord.objects.count() == 1
+
+
+def test_a_session_whose_fields_are_each_within_their_limits_is_answered(api, lessons):
+    """A Windows directory was read as one path part, so the whole of it joined the project and
+    the activity: 2,012 characters, refused as `query`, a field this call does not have."""
+    cwd = "C:\\Users\\me\\src\\" + "shop-" * 196 + "app"
+    response = api.post("/lessons/session", {"project": "billing-service", "cwd": cwd, "recent_activity": "a " * 640})
+    assert response.status_code == 200, response.content
+
+
+def test_a_session_reads_the_last_two_parts_of_a_windows_directory(team, monkeypatch):
+    from lessons.selectors import lessons as selectors
+
+    asked = []
+    real_search = selectors.search
+    monkeypatch.setattr(selectors, "search", lambda *, request: asked.append(request.query) or real_search(request=request))
+    lesson = lesson_create(team=team, title="Retry the frobnicator queue with backoff")
+    windows = selectors.lessons_for_session(team=team, cwd="C:\\Users\\me\\frobnicator\\queue")
+    selectors.lessons_for_session(team=team, cwd="/home/me/frobnicator/queue")
+    assert asked == ["frobnicator queue", "frobnicator queue"]
+    assert [hit.id for hit in windows.results] == [lesson.pk]
