@@ -25,7 +25,9 @@ IF_MATCH = "If-Match"
 _KIND_LETTERS = {Lesson: "l", Memory: "m"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ENTITY_TAG = re.compile(r'[ \t]*(W/)?"([\x21\x23-\x7e\x80-\xff]*)"[ \t]*')  # RFC 9110 8.8.3
-_OUR_TAG = re.compile(r"([lm])([0-9]{1,19})-([0-9]{1,19})")
+# No leading zeros: a strong tag matches character for character, and "m03184-..." is not m3184's
+# tag (the numbers were compared, so it matched).
+_OUR_TAG = re.compile(r"([lm])([1-9][0-9]{0,18})-(0|[1-9][0-9]{0,18})")
 
 DOCUMENTED = (
     "The answer's `ETag` header names the version you read (`GET` sends it too). Send it back as "

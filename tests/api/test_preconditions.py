@@ -66,6 +66,9 @@ def test_the_current_tag_in_a_list_or_a_star_lets_the_write_through(api, team, h
     ('"m{other}-1"', "no tag sent names a version of memory"),  # another memory's
     ('"l{id}-{ms}"', "no tag sent names a version of memory"),
     ('"m{id}-99999999999999999999"', "no tag sent names a version of memory"),
+    # a strong tag matches character for character: the numbers were compared, so these matched
+    ('"m0{id}-{ms}"', "no tag sent names a version of memory"),
+    ('"m{id}-000{ms}"', "no tag sent names a version of memory"),
 ])
 def test_a_tag_that_is_not_the_current_one_is_412_and_nothing_is_written(api, team, header, said):
     memory = memory_create(team=team, content="Kept text")
