@@ -442,7 +442,7 @@ class LessonFilters(FilterSchema):
     )
 
     _lowercase_terms = field_validator("category", "tech_stack", "project_type", "tag")(_lowercase)
-    _storable = field_validator("tech_stack", "project_type", "tag")(_storable_terms)  # after the blanks
+    _storable = field_validator("category", "tech_stack", "project_type", "tag")(_storable_terms)  # after the blanks
     _no_nul = field_validator("*")(_refuse_nul)
     _words = field_validator("text")(_words_given)
     _identifier = field_validator("external_id")(_identifier_as_stored)
@@ -629,6 +629,7 @@ class MemoryFilters(FilterSchema):
     until: Moment | None = Field(None, description="Happened before this moment, read as `since` is.")
 
     _lowercase_terms = field_validator("category", "emotion")(_lowercase)
+    _storable = field_validator("category", "emotion")(_storable_terms)  # after the blanks
     _dates_in_utc = field_validator("since", "until")(_in_utc)
     _until_after_since = field_validator("until")(_after_since)
 

@@ -107,6 +107,10 @@ def test_a_blank_filter_value_is_refused_like_a_blank_term_elsewhere(api, path, 
     ("get", "/lessons", {"project_type": "SaaS!"}, "project_type"),
     ("get", "/lessons", {"tech_stack": "next!"}, "tech_stack"),
     ("get", "/lessons", {"tag": ["caching", "multi tenant?"]}, "tag"),
+    # these three answered 200 with nothing
+    ("get", "/lessons", {"category": "Bad!"}, "category"),
+    ("get", "/memories", {"category": "Bad!"}, "category"),
+    ("get", "/memories", {"emotion": ["calm", "Bad!"]}, "emotion"),
 ])
 def test_a_term_no_lesson_can_store_is_refused_not_matched_against_nothing(api, method, path, given, field):
     # a project type went through unchecked (200, matching nothing) where a tech stack was refused
