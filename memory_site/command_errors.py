@@ -36,6 +36,8 @@ def operator_message(error: BaseException, *, database_url_set: bool, command: s
         if command not in READING_COMMANDS:
             message += " Work committed before the error is kept; a re-run carries on."
         return message
+    if isinstance(error, UnicodeEncodeError) and "surrogates not allowed" in str(error):
+        return _not_utf8(error)
     if not isinstance(error, (DatabaseError, psycopg.OperationalError)):
         return None
     reason = first_line(error)
@@ -54,3 +56,13 @@ def operator_message(error: BaseException, *, database_url_set: bool, command: s
         return message
     return None
 
+
+def _not_utf8(error: UnicodeEncodeError) -> str:
+    """A command-line argument with bytes that are not UTF-8 (Python keeps them as lone surrogates,
+    which the database driver cannot send: a traceback from deep in psycopg, for `--team $'\\xff'`
+    or a search query): one line showing the argument as the bytes it was."""
+    text = error.object if isinstance(error.object, str) else ""
+    shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if text else ""
+    where = f" ({shown[:80]!r})" if shown else ""
+    return (f"an argument{where} is not UTF-8 text; give it in UTF-8 (the terminal's or the shell's "
+            "encoding, or a $'\\x..' escape, sent other bytes).")

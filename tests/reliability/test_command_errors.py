@@ -121,3 +121,18 @@ def test_a_dry_run_backfill_against_no_server_says_the_database_is_unavailable()
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "backfill_embeddings: the database is unavailable" in result.stderr
     assert "connection was lost" not in result.stderr  # it never had one
+
+
+def test_an_argument_that_is_not_utf8_is_one_line_not_a_traceback(pg):
+    """Bytes that are not UTF-8 (`--team $'\\xff'`, a query `$'retries \\xff'`) reach Python as lone
+    surrogates, which psycopg cannot send: every command that looked them up ended in a traceback."""
+    env = project_env(pg.create_database("not_utf8"))
+    manage("migrate", "--no-input", env=env)
+    for args in (("list_api_keys", "--team", "caf\udce9"),
+                 ("create_api_key", "--team", "acme", "--name", "agent \udcff", "--create-team"),
+                 ("search", "retries \udcff", "--team", "caf\udce9", "--mode", "text")):
+        result = manage(*args, env=env, check=False, timeout=120)
+        assert result.returncode == 1, result.stderr
+        assert "Traceback" not in result.stderr
+        assert f"{args[0]}: an argument (" in result.stderr and "is not UTF-8 text" in result.stderr
+        assert "\\xe9" in result.stderr or "\\xff" in result.stderr  # the bytes as they were
