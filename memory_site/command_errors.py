@@ -63,6 +63,6 @@ def _not_utf8(error: UnicodeEncodeError) -> str:
     or a search query): one line showing the argument as the bytes it was."""
     text = error.object if isinstance(error.object, str) else ""
     shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if text else ""
-    where = f" ({shown[:80]!r})" if shown else ""
+    where = f" ('{shown[:80]}')" if shown else ""
     return (f"an argument{where} is not UTF-8 text; give it in UTF-8 (the terminal's or the shell's "
             "encoding, or a $'\\x..' escape, sent other bytes).")
