@@ -82,6 +82,8 @@ def unreadable_line_error(line: str) -> types.JSONRPCError | None:
             error=types.ErrorData(code=types.INVALID_REQUEST, message=f"{error}; nothing was done"),
         )
     except ValueError as error:
+        if "Exceeds the limit" in str(error):  # Python's words, with advice for its own programmers
+            return _parse_error("not a JSON line this server reads: a number of over 4,300 digits")
         return _parse_error(f"not a JSON line: {error}")
     except RecursionError:  # ~1,000 nested arrays in 2 kB: the decoder's stack, and the server, gave out
         return _parse_error("not a JSON line this server reads: nested too deeply")
@@ -160,6 +162,9 @@ def _tool_call_fault(message) -> str | None:
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         return f"params.arguments: expected an object of the tool's arguments, got {json_type(arguments)}"
+    meta = params.get("_meta")
+    if meta is not None and not isinstance(meta, dict):
+        return f"params._meta: expected an object (MCP's request metadata), got {json_type(meta)}"
     return None
 
 

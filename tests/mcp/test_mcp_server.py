@@ -537,6 +537,9 @@ def test_lines_the_sdk_cannot_read_are_answered_not_dropped(team):
     ({"name": 5}, "params.name: expected the tool's name (a string), got a number"),
     ({"name": "search_lessons", "arguments": "retries"}, "params.arguments: expected an object of the tool's "
                                                          "arguments, got a string"),
+    # the SDK's bare "Invalid request parameters" again
+    ({"name": "search_lessons", "arguments": {"query": "x"}, "_meta": 5},
+     "params._meta: expected an object (MCP's request metadata), got a number"),
 ])
 def test_a_tool_call_without_a_name_or_with_arguments_not_an_object_names_the_fault(params, message):
     request = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", **({} if params is None else {"params": params})}
@@ -544,6 +547,16 @@ def test_a_tool_call_without_a_name_or_with_arguments_not_an_object_names_the_fa
     assert (error.id, error.error.code, error.error.message) == (3, -32602, f"{message}; nothing was done")
     for readable in ({"name": "search_lessons"}, {"name": "search_lessons", "arguments": None}):
         assert unreadable_line_error(json.dumps({**request, "params": readable})) is None
+
+
+def test_a_number_too_long_to_read_is_said_plainly():
+    """Python's own words came through: "Exceeds the limit (4300 digits) ... use
+    sys.set_int_max_str_digits() to increase the limit"."""
+    line = '{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "get_lesson", ' \
+           '"arguments": {"lesson_id": ' + "9" * 5000 + '}}}'
+    error = unreadable_line_error(line)
+    assert (error.error.code, error.error.message) == (
+        -32700, "not a JSON line this server reads: a number of over 4,300 digits")
 
 
 def test_a_request_naming_a_key_twice_is_refused_with_its_id():
