@@ -2,6 +2,7 @@
 (see `.env.example`); development defaults are safe, and secrets have none when DEBUG is off."""
 
 import os
+import sys
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -158,7 +159,14 @@ else:
         # the server's buffer cache; default a quarter of memory, 128 MB to 2 GB (embedded_db.py)
         shared_buffers=env("EMBEDDED_POSTGRES_SHARED_BUFFERS", default=None),
     )}
-DATABASES["default"]["CONN_MAX_AGE"] = whole_number("DATABASE_CONN_MAX_AGE", default=60, low=0)
+# Django's development server answers each request on a new thread, and a kept connection
+# belongs to its thread: kept 60 s, they piled up (20 clients of `make run` left 64 open, and
+# PostgreSQL refused new ones). There each request closes its connection, as Django advises;
+# gunicorn's workers, the commands and the MCP server keep theirs.
+_DEVELOPMENT_SERVER = sys.argv[1:2] == ["runserver"]
+DATABASES["default"]["CONN_MAX_AGE"] = whole_number(
+    "DATABASE_CONN_MAX_AGE", default=0 if _DEVELOPMENT_SERVER else 60, low=0
+)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})["NAME"] = env("TEST_DATABASE_NAME", default=None)
 

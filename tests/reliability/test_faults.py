@@ -364,3 +364,21 @@ def test_worker_killed_mid_task_leaves_the_row_pending_for_the_backfill(pg, tmp_
     assert pg.query("faults_worker", "SELECT status FROM django_tasks_database_dbtaskresult") == [("READY",)]
     manage("db_worker", "--batch", "--no-reload", "--no-startup-delay", env=env)
     assert pg.query("faults_worker", "SELECT status FROM django_tasks_database_dbtaskresult") == [("SUCCESSFUL",)]
+
+
+def test_the_development_server_does_not_pile_up_connections_under_concurrent_clients(pg, server):
+    """runserver answers each request on a new thread, and a kept connection (CONN_MAX_AGE) belongs
+    to its thread: with 60 s, 20 clients of `make run` left 64 connections open and PostgreSQL
+    refused new clients ("too many clients already": 137 of 300 health checks answered 503)."""
+    import concurrent.futures
+
+    statuses = []
+
+    def check(_):
+        statuses.append(_request("GET", f"{server['base']}/health")[0])
+
+    with concurrent.futures.ThreadPoolExecutor(20) as clients:
+        list(clients.map(check, range(200)))
+    assert statuses == [200] * 200
+    [(held,)] = pg.query("postgres", "SELECT count(*) FROM pg_stat_activity WHERE datname = 'faults_api'")
+    assert held <= 3, held  # the server's own few (a search's second leg, the health probe), not one a thread
