@@ -30,12 +30,14 @@ from datetime import datetime, timedelta, timezone
 from itertools import pairwise
 
 from django.core.exceptions import ValidationError
-from django.db import DataError, IntegrityError, OperationalError, transaction
+from django.db import DataError, IntegrityError, OperationalError, connection, transaction
 from django.utils.dateparse import parse_datetime
 
 from lessons import strict_json
 from lessons.error_text import first_line, json_type, over_a_database_limit, unreadable_json
-from lessons.models import MAX_TEXT_CHARS, Lesson, LessonMerge, Memory, MemoryMerge, Team, validate_storable_moment
+from lessons.models import (
+    MAX_TEXT_CHARS, Lesson, LessonMerge, LessonStatus, Memory, MemoryMerge, Team, validate_storable_moment,
+)
 from lessons.services import lessons as lesson_services
 from lessons.services.common import normalise_text
 from lessons.services import memories as memory_services
@@ -47,6 +49,14 @@ from lessons.text import clean_identifier
 
 class LineError(ValueError):
     """A line that cannot be imported; the message says why."""
+
+
+class SourceUnreadable(Exception):
+    """The file itself failed a read (EIO, a /proc file that refuses reads): no line is to blame."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass
@@ -62,6 +72,7 @@ class ImportReport:
     lines_read: int = 0
     interrupted_at: int | None = None  # Ctrl-C while reading this line: the lines before it are imported
     embedding_interrupted: bool = False  # Ctrl-C while embedding: every row is stored, some not yet embedded
+    unreadable: str | None = None  # the OS's reason the file failed a read after `lines_read` lines
 
     @property
     def ok(self) -> bool:
@@ -116,7 +127,11 @@ def _number(data: dict, name: str, *, default, integer: bool = False):
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise LineError(f"{name}: expected a number, got {json_type(value)}")
-    if not math.isfinite(value):  # JSON's NaN, Infinity, or 1e400
+    try:
+        finite = math.isfinite(value)  # JSON's NaN, Infinity, or 1e400
+    except OverflowError:  # an integer literal past a float's range (1 and 400 zeros): it stopped the import
+        raise LineError(f"{name}: expected a finite number, got one too large") from None
+    if not finite:
         raise LineError(f"{name}: expected a finite number, got {value}")
     if integer and value != int(value):
         raise LineError(f"{name}: expected a whole number, got {value}")
@@ -208,8 +223,17 @@ def _lesson_fields(data: dict) -> dict:
         "project_types": _strings(data, "project_types"),
         "tech_stacks": _strings(data, "tech_stacks"),
         "tags": _strings(data, "tags"),
-        "status": _text(data, "status", default="confirmed"),
+        "status": _lesson_status(data),
     }
+
+
+def _lesson_status(data: dict) -> str:
+    """Checked before any match: only a create used to check it, so a re-run matched the bad line
+    to a row another line had created and wrote the file's values over it."""
+    status = _text(data, "status", default=LessonStatus.CONFIRMED)
+    if status not in LessonStatus.values:
+        raise LineError(f"status: no status {status!r}; use {', '.join(LessonStatus.values)}")
+    return status
 
 
 def _lesson_dates(data: dict) -> dict:
@@ -231,6 +255,7 @@ def _import_lesson(*, team: Team, data: dict):
     uid = _uid(data)
     text_match = {"title": normalise_text(fields["title"]), "description": normalise_text(fields["description"])}
     lessons = Lesson.objects.filter(team=team)
+    _lock_match_keys(kind="lesson", team=team, external_id=fields["external_id"], uid=uid, text_match=text_match)
     existing = _find_existing(lessons, external_id=fields["external_id"], uid=uid, text_match=text_match)
     if existing is None:
         # A curator merged this lesson into another: importing the file again brought it back as a
@@ -373,6 +398,15 @@ def _replayed_texts(texts: list[dict], written: list) -> list[tuple[dict, dateti
     return kept
 
 
+def _versions_replayed(*, history: list[dict], fields: dict) -> list[dict]:
+    """The versions a create would have stored for this history, as stored: compared as written, a
+    history repeating a text was noted as differing on every re-import of an unchanged file."""
+    texts = [{name: text[name] for name in memory_services.VERSIONED_FIELDS} for text in [*history, fields]]
+    replayed = _replayed_texts(texts, [None] * len(texts))
+    return [{name: normalise_text(text[name]) for name in memory_services.VERSIONED_FIELDS}
+            for text, _ in replayed[:-1]]  # the last text kept is the current row, not a version
+
+
 def _date_replayed_memory(*, memory: Memory, dates: dict, written: list[datetime]) -> None:
     """Each version row as `_archive_version` dates it (created_at when its text was written,
     updated_at when the next replaced it), so listing.memory_versions reads the file's written_at
@@ -392,6 +426,7 @@ def _import_memory(*, team: Team, data: dict) -> str:
     uid = _uid(data)
     text_match = {name: normalise_text(fields[name]) for name in memory_services.VERSIONED_FIELDS}
     memories = Memory.objects.filter(team=team, current_version__isnull=True)
+    _lock_match_keys(kind="memory", team=team, external_id=fields["external_id"], uid=uid, text_match=text_match)
     existing = _find_existing(memories, external_id=fields["external_id"], uid=uid, text_match=text_match)
     if existing is None:
         merge = _merge_of(MemoryMerge.objects.filter(team=team), external_id=fields["external_id"], uid=uid,
@@ -424,9 +459,10 @@ def _import_memory(*, team: Team, data: dict) -> str:
         before = existing.updated_at
         memory = memory_services.memory_update(memory=existing, **fields)
         outcome = "unchanged" if memory.updated_at == before else "updated"
-    stored = list(Memory.objects.filter(current_version=existing).order_by("version").values("content", "details"))
-    given = [{name: normalise_text(version[name]) for name in ("content", "details")} for version in history]
-    if given and given != stored[: len(given)]:
+    stored = list(Memory.objects.filter(current_version=existing).order_by("version").values(
+        *memory_services.VERSIONED_FIELDS))
+    given = _versions_replayed(history=history, fields=fields)
+    if given != stored[: len(given)]:
         # Versions are the memory's own record of its edits: an import does not rewrite them.
         notes.append("history left as stored: the memory exists, and a history is replayed only when "
                      "an import creates the memory")
@@ -463,6 +499,25 @@ _claims: ContextVar[_Claims | None] = ContextVar("imports_claims", default=None)
 def _claim(pk: int) -> None:
     if (claims := _claims.get()) is not None:
         claims.this_line.add(pk)
+
+
+def _lock_match_keys(*, kind: str, team: Team, external_id: str | None, uid: uuid.UUID | None,
+                     text_match: dict) -> None:
+    """Hold each key this line is matched on until the line commits. Two imports of one file at
+    once both looked a text up before either stored it, and both created the row (no constraint
+    stops a second row alike in text): 60 lines, 27 stored twice. Waiting here, the second finds
+    the first's row. Keys locked in one order, so two lines sharing some keys cannot deadlock; a
+    hash collision only makes two unrelated lines wait for each other."""
+    keys = [f"external_id:{external_id}" if external_id else None, f"uid:{uid}" if uid else None,
+            None if external_id else "text:" + json.dumps(text_match, sort_keys=True)]
+    locks = sorted({_lock_id(f"import:{kind}:{team.pk}:{key}") for key in keys if key})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(id) FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(id, n) "
+                       "ORDER BY n", [locks])
+
+
+def _lock_id(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big", signed=True)
 
 
 def _find_existing(queryset, *, external_id: str | None, uid: uuid.UUID | None, text_match: dict):
@@ -549,7 +604,23 @@ def _import_each(*, lines: Iterable[str | bytes], team: Team, import_one: Callab
         _import_lines_into(report, lines=lines, team=team, import_one=import_one)
     except KeyboardInterrupt:  # each line is its own transaction: the ones before are kept
         report.interrupted_at = report.lines_read
+    except SourceUnreadable as error:  # as at the file's end: the lines before are kept
+        report.unreadable = error.reason
     return report
+
+
+def _readable(lines: Iterable[str | bytes]):
+    """The lines, with a failed read told apart from a failed line: an OSError out of the file
+    was a traceback, and a team --create-team made for the import stayed behind."""
+    iterator = iter(lines)
+    while True:
+        try:
+            line = next(iterator)
+        except StopIteration:
+            return
+        except OSError as error:
+            raise SourceUnreadable(error.strerror or str(error)) from error
+        yield line
 
 
 def _import_lines_into(report: ImportReport, *, lines: Iterable[str | bytes], team: Team,
@@ -566,7 +637,7 @@ def _import_each_line(report: ImportReport, *, lines: Iterable[str | bytes], tea
                       import_one: Callable[..., str], claims: _Claims) -> None:
     first_line_of: dict[str, int] = {}  # external_id -> the line that imported it
     first_line_of_uid: dict[uuid.UUID, int] = {}
-    for number, raw_line in enumerate(lines, start=1):
+    for number, raw_line in enumerate(_readable(lines), start=1):
         report.lines_read = number
         if isinstance(raw_line, bytes):  # a file read as bytes: each line decoded on its own
             try:

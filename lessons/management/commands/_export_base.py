@@ -96,7 +96,9 @@ class JsonLinesExportCommand(BaseCommand):
             return self._write_stream(target, rows)
         # Created readable by its owner only (mkstemp): an export holds a team's memories.
         try:
-            descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+            # The name cut short: a PATH near the 255-byte limit left no room for the temporary's.
+            prefix = f".{target.name.encode()[:200].decode(errors='ignore')}."
+            descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".partial")
         except OSError as error:  # a folder this user may not write in: a traceback said no more
             raise CommandError(f"cannot write in {target.parent}: {error.strerror or error}") from error
         try:
@@ -129,6 +131,12 @@ def _is_stream(path: Path) -> bool:
 
 def _checked_target(path: str, *, force: bool) -> Path:
     """Checked before anything is read, so a typo fails at once."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # a new file (or a link to one); a missing folder is said below
+    except OSError as error:  # a symlink loop (resolve()'s RuntimeError), a name too long: tracebacks
+        raise CommandError(f"{path}: {error.strerror or error}") from error
     if _is_stream(Path(path)):
         return Path(path)  # opened as given: /dev/fd/63's link names no path (`pipe:[...]`)
     # A symbolic link (a "latest backup" link) is followed: the file it names is replaced, the link

@@ -1,5 +1,6 @@
 """The shared shape of `import_lessons` and `import_memories`."""
 
+import stat
 from pathlib import Path
 
 from django.conf import settings
@@ -21,14 +22,22 @@ class JsonLinesImportCommand(BaseCommand):
 
     def handle(self, *args, path, team, create_team=False, **options):
         source = Path(path)
-        if not source.exists():
-            raise CommandError(f"{path}: no such file")
-        if not source.is_file():
+        try:
+            mode = source.stat().st_mode
+        except FileNotFoundError:
+            raise CommandError(f"{path}: no such file") from None
+        except OSError as error:  # a symlink loop (exists() said "no such file"), a name too long (a traceback)
+            raise CommandError(f"{path}: {error.strerror or error}") from error
+        if not stat.S_ISREG(mode):
             raise CommandError(f"{path}: not a regular file (a JSON Lines file is expected)")
         try:
             # Bytes: each line is decoded on its own, so a line that is not UTF-8 is reported with
             # its number like any bad line, and the good ones are imported.
-            with source.open("rb") as lines, stop_signal_as_interrupt():
+            opened = source.open("rb")
+        except OSError as error:  # a file this user may not read: before any team is made for it
+            raise CommandError(f"{path}: cannot read it: {error.strerror or error}") from error
+        try:
+            with opened as lines, stop_signal_as_interrupt():
                 report = self.import_lines(lines=lines, team_slug=team, create_team=create_team)
         except ValueError as error:  # an unknown or unusable team (TeamError)
             raise CommandError(str(error)) from error
@@ -53,7 +62,10 @@ class JsonLinesImportCommand(BaseCommand):
                 "embeds them.", returncode=130,
             )
         written = report.created + report.updated
-        if not (written or report.unchanged or report.errors):
+        # A line merged away by curators was read: the file was not empty (it said so). An unreadable
+        # file is said below, once the summary and the team are.
+        said = written or report.unchanged or report.merged_away or report.errors
+        if not said and report.unreadable is None:
             self.stderr.write(f"{path}: no row to import (the file is empty or holds only blank lines)")
         elif written and not settings.EMBEDDINGS_ENABLED:
             self.stderr.write(
@@ -65,6 +77,11 @@ class JsonLinesImportCommand(BaseCommand):
         if loud:
             for kind, postings in report.impacts_refreshed.items():
                 self.stdout.write(f"keyword index: {kind} impacts refreshed ({postings} postings)")
+        if report.unreadable is not None:
+            if not report.lines_read:
+                raise CommandError(f"{path}: cannot read it: {report.unreadable}")
+            raise CommandError(f"{path}: cannot read it past line {report.lines_read}: {report.unreadable}; "
+                               "the lines before it are imported as counted above")
         if not report.ok:
             imported = report.created + report.updated + report.unchanged
             others = "the others were." if imported else "no line was."
