@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.formats import date_format
 
-from lessons.admin.common import CheckedSelectionModelAdmin, WideChangeListMixin
+from lessons.admin.common import CheckedSelectionModelAdmin, TeamFilter, TeamLabelsMixin, WideChangeListMixin
 from lessons.models import ApiKey
 from lessons.services.api_keys import api_key_create, api_key_revoke
 
@@ -21,13 +21,13 @@ class KeyStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(WideChangeListMixin, CheckedSelectionModelAdmin):
+class ApiKeyAdmin(TeamLabelsMixin, WideChangeListMixin, CheckedSelectionModelAdmin):
     """Keys are created here (the key is shown once, in the message after saving) and revoked with
     an action; they are never edited, since only their hash is kept."""
 
     # Whether a key still works comes second, so a narrow screen never cuts it off.
-    list_display = ("name", "state", "team", "prefix", "last_used_at", "created_at")
-    list_filter = (KeyStateFilter, "team")
+    list_display = ("name", "state", "team_label", "prefix", "last_used_at", "created_at")
+    list_filter = (KeyStateFilter, ("team", TeamFilter))
     search_fields = ("name", "prefix", "team__slug")
     list_select_related = ("team",)
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")

@@ -6,17 +6,20 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import model_format_dict, unquote
+from django.contrib.admin.views.main import ChangeList
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.forms import SimpleArrayField
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import connection, models
+from django.db import DataError, connection, models, transaction
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 
+from lessons.admin.curation import TeamField, team_label
+from lessons.models import Team
 from lessons.services.common import changed_since_opened
 from lessons.text import clean_text
 
@@ -40,6 +43,38 @@ def selection_too_large(model_admin, request, queryset) -> bool:
     return True
 
 
+class CheckedChangeList(ChangeList):
+    """A list whose query string names a value the database cannot read is Django's "incorrect
+    lookup" page (`?e=1`), as a filter Django itself cannot build is. Django checks only while it
+    builds the filter; these values fail later, when the list is counted: an array typed as text
+    ("?tags__contains=x", "?people__contains={": PostgreSQL's "malformed array literal") and a
+    date part past Python's dates ("?updated_at__year=99999", whose bounds Django computes as
+    datetimes) were 500s. Caught where the count runs, so any array field, any date part, any
+    such value is covered; a savepoint keeps the request's transaction usable after PostgreSQL
+    refused it.
+
+    "(N total)" counts `default_rows`, what the list shows with no filter chosen (the link leads
+    there): a list whose filters hide rows by default (evaluation teams, earlier versions) said
+    "799 results (6042 total)" and the link led back to the same 799."""
+
+    def default_rows(self, queryset):
+        return queryset
+
+    def get_results(self, request):
+        # the full count is the only use of root_queryset in get_results; the filters' own counts,
+        # made later from root_queryset, still count every row
+        root, self.root_queryset = self.root_queryset, self.default_rows(self.root_queryset)
+        try:
+            with transaction.atomic():
+                super().get_results(request)
+        except (DataError, ValueError, OverflowError) as error:
+            # Counting and paging only turn the filter into SQL and run it: an error here is the
+            # query string's value, not the page's (which renders later).
+            raise IncorrectLookupParameters(error) from error
+        finally:
+            self.root_queryset = root
+
+
 class CheckedSelectionModelAdmin(admin.ModelAdmin):
     """A list action whose posted selection holds something that is not an id ("abc", from a
     crafted or truncated form) is answered with a message and the list again; Django's own
@@ -60,6 +95,9 @@ class CheckedSelectionModelAdmin(admin.ModelAdmin):
             # ids of rows deleted or merged meanwhile: "Done" over nothing was untrue
             return self._selection_refused(request, "None of the selected rows exists any more")
         return super().response_action(request, queryset)
+
+    def get_changelist(self, request, **kwargs):
+        return CheckedChangeList
 
     def get_changelist_instance(self, request):
         # A list's query string reaches the database as it is, and PostgreSQL's text holds no
@@ -271,6 +309,30 @@ def _model_bounds(db_field) -> dict:
     if highs:
         bounds["max_value"] = min(highs)
     return bounds
+
+
+class TeamLabelsMixin:
+    """Teams named as the curation pages name them, "Acme (acme)" (`team_label`), in the add form's
+    menu, the list's column (`team_label` in list_display) and its filter (`TeamFilter`). A team's
+    name need not be unique: two teams "demo" were two identical entries in the API key form, and
+    picking the wrong one gave an agent a key to another team's data. Team.__str__ stays the name."""
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "team":
+            kwargs.setdefault("form_class", TeamField)
+            kwargs.setdefault("queryset", Team.objects.order_by("slug"))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    @admin.display(description="team", ordering="team__slug")
+    def team_label(self, obj):
+        return team_label(obj.team)
+
+
+class TeamFilter(admin.RelatedFieldListFilter):
+    """Django's team filter (same `team__id__exact`), its teams named as the column names them."""
+
+    def field_choices(self, field, request, model_admin):
+        return [(team.pk, team_label(team)) for team in Team.objects.order_by("slug")]
 
 
 class TeamChosenOnceMixin:

@@ -14,11 +14,17 @@ from django.http import HttpResponseRedirect
 from lessons.models import Team
 
 
+def team_label(team: Team) -> str:
+    """A team as the console names it wherever one is picked or shown: "Acme (acme)", or the slug
+    alone when it is the name. A name need not be unique (two teams "demo"); the slug is."""
+    return f"{team.name} ({team.slug})" if team.name and team.name != team.slug else team.slug
+
+
 class TeamField(forms.ModelChoiceField):
     notes: dict[int, str] = {}  # a word beside a team's name, by team id ("3 waiting")
 
     def label_from_instance(self, team):
-        label = f"{team.name} ({team.slug})" if team.name != team.slug else team.slug
+        label = team_label(team)
         return f"{label} \N{EM DASH} {self.notes[team.pk]}" if team.pk in self.notes else label
 
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from lessons.admin.common import CheckedSelectionModelAdmin
+from lessons.admin.common import CheckedSelectionModelAdmin, TeamFilter, TeamLabelsMixin
 from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, Memory
 
 MARKED_MODELS = {DuplicateKind.LESSON: Lesson, DuplicateKind.MEMORY: Memory}
@@ -24,11 +24,11 @@ def _curated_kinds(request) -> list[str]:
 
 
 @admin.register(DuplicateDismissal)
-class DuplicateDismissalAdmin(CheckedSelectionModelAdmin):
+class DuplicateDismissalAdmin(TeamLabelsMixin, CheckedSelectionModelAdmin):
     # the two rows by their titles (a memory: its text), linked: two bare ids did not say which
     # pair a mark was, so a curator could not tell which one to take back
-    list_display = ("kind", "first_row", "second_row", "team", "dismissed_at")
-    list_filter = ("kind", "team")
+    list_display = ("kind", "first_row", "second_row", "team_label", "dismissed_at")
+    list_filter = ("kind", ("team", TeamFilter))
     list_select_related = ("team",)
     readonly_fields = ("team", "kind", "low_id", "high_id", "dismissed_at")
 

@@ -27,6 +27,7 @@ from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, Memory
 from lessons.selectors.curation import (
     DEFAULT_DUPLICATE_LIMIT,
     DEFAULT_DUPLICATE_THRESHOLD,
+    duplicates_opening_team,
     MAX_DUPLICATE_LIMIT,
     MAX_DUPLICATE_THRESHOLD,
     lesson_duplicate_pairs,
@@ -47,12 +48,19 @@ class DuplicatesFilter(forms.Form):
     limit = forms.IntegerField(min_value=1, max_value=MAX_DUPLICATE_LIMIT, required=False, widget=forms.NumberInput(attrs={"size": 4}))
 
 
-def _filters(request) -> tuple[DuplicatesFilter, dict]:
+def _filters(request, page: "DuplicatesPage") -> tuple[DuplicatesFilter, dict]:
     """The filter form (always bound: every field is optional) and the values to use. A field
     that does not validate shows its error and no pairs are looked for (the page then shows the
     errors alone: "0 pairs closer than 0.15" under "Threshold: enter a number" claimed a search
     that was not the one asked for); an unknown team shows no pairs rather than another team's."""
-    form = DuplicatesFilter(request.GET)
+    asked = request.GET
+    # Opened without a team (the index's and the list's links): the team with the most rows that can
+    # pair, as the proposals page opens on the most proposals; the first by slug was `acme` with one
+    # lesson, "No two lessons in acme are closer than 0.15", while `demo` had 196.
+    if not asked.get("team") and (opening := duplicates_opening_team(kind=page.team_rows)):
+        asked = asked.copy()
+        asked["team"] = opening.slug
+    form = DuplicatesFilter(asked)
     form.is_valid()
     data = form.cleaned_data
     return form, {
@@ -72,6 +80,7 @@ class DuplicatesPage:
     rows: Callable[[list[int]], dict]  # the pair's rows by id (merge-able ones only)
     duplicate_kind: str
     merge: Callable  # (request, rows, first, second, fallback) -> response
+    team_rows: str  # the team's rows, from Team ("lessons"): which team the page opens on
 
     @property
     def plural(self) -> str:
@@ -90,7 +99,7 @@ def _duplicates_view(model_admin, request, page: DuplicatesPage):
     require(model_admin.has_view_permission(request))
     if request.method == "POST":
         return _action(model_admin, request, page)
-    form, chosen = _filters(request)
+    form, chosen = _filters(request, page)
     team = None if form.errors else chosen["team"]
     pairs = page.pairs(team=team, threshold=chosen["threshold"], limit=chosen["limit"]) if team else []
     context = page_context(
@@ -209,6 +218,7 @@ LESSON_PAGE = DuplicatesPage(
     rows=lambda ids: Lesson.objects.filter(pk__in=ids).in_bulk(),
     duplicate_kind=DuplicateKind.LESSON,
     merge=_merge_lessons,
+    team_rows="lessons",
 )
 MEMORY_PAGE = DuplicatesPage(
     kind="memory",
@@ -217,4 +227,5 @@ MEMORY_PAGE = DuplicatesPage(
     rows=lambda ids: Memory.objects.filter(pk__in=ids, current_version__isnull=True).in_bulk(),  # versions cannot merge
     duplicate_kind=DuplicateKind.MEMORY,
     merge=_merge_memories,
+    team_rows="memories",
 )

@@ -9,6 +9,7 @@ from lessons.admin.common import (
     MergedAwayMixin,
     ReadableInputsMixin,
     TeamChosenOnceMixin,
+    TeamLabelsMixin,
     WideChangeListMixin,
     changed_values,
     selection_too_large,
@@ -27,12 +28,12 @@ from lessons.services import lessons as lesson_services
 
 @admin.register(Lesson)
 class LessonAdmin(
-    MergedAwayMixin, TeamChosenOnceMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin,
+    MergedAwayMixin, TeamChosenOnceMixin, TeamLabelsMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin,
     EmbeddingAdminMixin, CheckedSelectionModelAdmin,
 ):
     list_display = (
-        "title", "team", "category", "status", "confidence", "frequency", *USAGE_LIST_FIELDS, "embedding_status",
-        "updated_at",
+        "title", "team_label", "category", "status", "confidence_rounded", "frequency", *USAGE_LIST_FIELDS,
+        "embedding_status", "updated_at",
     )
     list_filter = ("status", "category", CuratedTeamFilter, EmbeddingStatusFilter)
     search_fields = ("title", "description", "recommendation", "external_id", "tags", "tech_stacks")
@@ -56,6 +57,12 @@ class LessonAdmin(
 
     def engine_search_filters(self, request):
         return lesson_search_filters(request)
+
+    # Two decimals in the list: a confidence an agent computed (1/3, "0.3333333333333333") made its
+    # column ~140 px wide and pushed the last column out of the table's box. The form keeps it whole.
+    @admin.display(description="confidence", ordering="confidence")
+    def confidence_rounded(self, obj):
+        return f"{obj.confidence:.2f}" if obj.confidence is not None else "-"
 
     def save_model(self, request, obj, form, change):
         fields = {name: form.cleaned_data[name] for name in lesson_services.EDITABLE_FIELDS if name in form.cleaned_data}

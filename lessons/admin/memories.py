@@ -10,6 +10,7 @@ from lessons.admin.common import (
     MergedAwayMixin,
     ReadableInputsMixin,
     TeamChosenOnceMixin,
+    TeamLabelsMixin,
     WideChangeListMixin,
     changed_values,
     selection_too_large,
@@ -29,12 +30,9 @@ LIST_CONTENT_CHARS = 300
 
 
 class MemoryChangeList(EngineSearchChangeList):
-    def get_results(self, request):
-        super().get_results(request)
-        # "(N total)" links to the list without filters, which shows current memories (the version
-        # filter's default): count those, not every version ("120 results (147 total)" led back to 120).
-        if self.show_full_result_count:
-            self.full_result_count = self.root_queryset.filter(current_version__isnull=True).count()
+    def default_rows(self, queryset):
+        # the version filter's default too: current memories ("120 results (147 total)" led back to 120)
+        return super().default_rows(queryset).filter(current_version__isnull=True)
 
 
 class MemoryCurrentFilter(admin.SimpleListFilter):
@@ -68,11 +66,11 @@ class MemoryCurrentFilter(admin.SimpleListFilter):
 
 @admin.register(Memory)
 class MemoryAdmin(
-    MergedAwayMixin, TeamChosenOnceMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin,
+    MergedAwayMixin, TeamChosenOnceMixin, TeamLabelsMixin, ReadableInputsMixin, WideChangeListMixin, EngineSearchMixin,
     EmbeddingAdminMixin, CheckedSelectionModelAdmin,
 ):
     list_display = (
-        "content_preview", "team", "importance", "categories", "people_names", "version", *USAGE_LIST_FIELDS,
+        "content_preview", "team_label", "importance", "categories", "people_names", "version", *USAGE_LIST_FIELDS,
         "embedding_status",
         "occurred_at",
     )

@@ -12,13 +12,15 @@ Evaluation teams (`eval-*`) are left out of the lists unless the team filter ask
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.contrib.admin.views.main import ORDER_VAR, SEARCH_VAR, ChangeList
+from django.contrib.admin.views.main import ORDER_VAR, SEARCH_VAR
 from django.db.models import FloatField, IntegerField, TextField
 from django.db.models.expressions import RawSQL
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
+from lessons.admin.common import CheckedChangeList
+from lessons.admin.curation import team_label
 from lessons.search import SearchFilters
 from lessons.selectors.admin_search import ALL_LESSON_STATUSES, admin_list_search, admin_teams, evaluation_team_q
 
@@ -33,9 +35,10 @@ class CuratedTeamFilter(admin.SimpleListFilter):
     parameter_name = "team__id__exact"
 
     def lookups(self, request, model_admin):
-        choices = [(str(team.pk), team.slug) for team in admin_teams(include_evaluation=False)]
+        # named as the list's column and the curation pages name them: "Acme (acme)"
+        choices = [(str(team.pk), team_label(team)) for team in admin_teams(include_evaluation=False)]
         evaluation = admin_teams(include_evaluation=True).filter(evaluation_team_q(prefix=""))
-        choices += [(str(team.pk), f"{team.slug} (evaluation)") for team in evaluation]
+        choices += [(str(team.pk), f"{team_label(team)} (evaluation)") for team in evaluation]
         if evaluation:
             choices.append((ALL_TEAMS, "All, with evaluation teams"))
         return choices
@@ -69,7 +72,7 @@ def _is_rank(part) -> bool:
     return isinstance(part, str) and part.lstrip("-") == RANK
 
 
-class EngineSearchChangeList(ChangeList):
+class EngineSearchChangeList(CheckedChangeList):
     """Carries the engine's search (if any) to the search form's template, and orders its hits.
 
     Django orders the rows before it calls `get_search_results`, but the rank is a column that
@@ -83,6 +86,9 @@ class EngineSearchChangeList(ChangeList):
             # A count beside a filter would count the best page of hits, not what the filter
             # holds ("Proposed (0)" that then lists 9): no counts while searching.
             self.add_facets = self.is_facets_optional = False
+
+    def default_rows(self, queryset):
+        return queryset.exclude(evaluation_team_q())  # CuratedTeamFilter's default
 
     def _sorted_by_curator(self) -> bool:
         """Whether `o` names a sortable column (Django skips the others, e.g. `o=abc` or `o=99`)."""

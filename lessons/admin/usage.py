@@ -3,7 +3,7 @@ fields), and the recorded searches with the verdicts agents gave, read-only."""
 
 from django.contrib import admin
 
-from lessons.admin.common import CheckedSelectionModelAdmin
+from lessons.admin.common import CheckedSelectionModelAdmin, TeamFilter, TeamLabelsMixin
 from lessons.models import SearchFeedback, SearchRecord
 
 USAGE_FIELDS = ("returned_count", "used_count", "not_helpful_count", "last_returned_at", "last_used_at")
@@ -22,12 +22,12 @@ class SearchFeedbackInline(admin.TabularInline):
 
 
 @admin.register(SearchRecord)
-class SearchRecordAdmin(CheckedSelectionModelAdmin):
+class SearchRecordAdmin(TeamLabelsMixin, CheckedSelectionModelAdmin):
     """What agents searched and which results they used: history, never edited here (the
     retention command deletes it)."""
 
-    list_display = ("created_at", "team", "kind", "operation", "query", "mode", "source", "result_count")
-    list_filter = ("team", "kind", "operation", "source")
+    list_display = ("created_at", "team_label", "kind", "operation", "query", "mode", "source", "result_count")
+    list_filter = (("team", TeamFilter), "kind", "operation", "source")
     search_fields = ("query",)
     list_select_related = ("team",)
     date_hierarchy = "created_at"

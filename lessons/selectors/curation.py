@@ -29,6 +29,7 @@ from lessons.models import (
     MemoryMerge,
     Team,
 )
+from lessons.selectors.admin_search import admin_teams
 
 # Cosine distance under which two rows count as duplicates by default (similarity >= 0.85); on the
 # demo data it finds lessons that restate one another, and no pair that merely shares a topic.
@@ -228,6 +229,21 @@ def proposal_queue_team() -> Team | None:
     waiting, the first by slug among equals (and when none waits anywhere); None without teams."""
     waiting = Count("lessons", filter=Q(lessons__status=LessonStatus.PROPOSED))
     return Team.objects.annotate(waiting=waiting).order_by("-waiting", "slug").first()
+
+
+# The rows each duplicates page pairs, from Team: embedded, lessons not rejected, current memories.
+_PAIRABLE = {
+    "lessons": Q(lessons__embedding__isnull=False, lessons__status__in=[LessonStatus.CONFIRMED, LessonStatus.PROPOSED]),
+    "memories": Q(memories__embedding__isnull=False, memories__current_version__isnull=True),
+}
+
+
+def duplicates_opening_team(*, kind: str) -> Team | None:
+    """The team a duplicates page opens on when none is asked for: the curated team (evaluation
+    teams are benchmark corpora, left out as on the lists) with the most rows the page pairs, the
+    first by slug among equals; None without one. The first by slug was `acme` with one lesson."""
+    pairable = Count(kind, filter=_PAIRABLE[kind])
+    return admin_teams().annotate(pairable=pairable).order_by("-pairable", "slug").first()
 
 
 def proposals_waiting_by_team() -> dict[int, int]:

@@ -116,6 +116,32 @@ def test_the_queue_opens_on_the_team_with_the_most_proposals_and_says_what_waits
     assert '<td class="curation-waiting"></td>' in admin_client.get("/admin/").content.decode()
 
 
+@pytest.mark.parametrize("kind", ["lesson", "memory"])
+def test_a_duplicates_page_opens_on_the_team_with_the_most_rows_it_pairs(admin_client, team, kind):
+    # "acme" sorts first with one row: the page opened on it, "No two lessons in acme are closer
+    # than 0.15", while another team held the duplicates; an evaluation team is not curated here.
+    from tests.curation_data import PANIC, PANIC_AGAIN, BASS, FOREIGN_KEYS, embedded_lessons, embedded_memories
+    from tests.factories import TeamFactory
+
+    busy, evaluation = TeamFactory(slug="demo", name="Demo"), TeamFactory(slug="eval-scifact", name="eval-scifact")
+    if kind == "lesson":
+        embedded_lessons(team, FOREIGN_KEYS)
+        embedded_lessons(busy, DOCKER_PIN, DOCKER_PIN_AGAIN)
+        lesson(busy, FOREIGN_KEYS, status="rejected")  # not paired: does not count
+        embedded_lessons(evaluation, DOCKER_PIN, DOCKER_PIN_AGAIN, FOREIGN_KEYS)
+        url = DUPLICATES
+    else:
+        embedded_memories(team, BASS)
+        embedded_memories(busy, PANIC, PANIC_AGAIN)
+        embedded_memories(evaluation, PANIC, PANIC_AGAIN, BASS)
+        url = MEMORY_DUPLICATES
+    response = admin_client.get(url)
+    assert response.context["team"] == busy and len(response.context["pairs"]) == 1
+    assert '<option value="demo" selected>Demo (demo)</option>' in response.content.decode()
+    assert admin_client.get(url, {"team": "acme"}).context["team"] == team  # a team asked for is kept
+    assert admin_client.get(url, {"threshold": "0.3"}).context["team"] == busy  # other filters alone too
+
+
 def test_a_handled_proposal_is_not_handled_twice(admin_client, team):
     proposal = lesson(team, DOCKER_PIN, status="proposed")
     target = lesson(team, DOCKER_PIN_AGAIN)

@@ -131,7 +131,7 @@ def test_a_very_long_name_is_cut_with_its_whole_name_as_title(admin_page):
     name = admin_page.locator("#result_list .person-name")
     expect(name).to_have_attribute("title", long_name)
     (box,) = cells(admin_page, "#result_list .person-name")
-    assert box["lines"] == 1 and box["width"] <= 14 * 13 + TOLERANCE, box  # 14em of 13 px at most
+    assert box["lines"] == 1 and box["width"] <= 7 * 12 + TOLERANCE, box  # 7em of 12 px at most (console.css)
 
 
 def focus_ring(page, selector: str) -> dict:

@@ -21,22 +21,26 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TITLE = "Scope every ORM query by tenant in one manager, not in each view that remembers it"
 CONTENT = "Mateo's trio played a packed set at the jazz club and debuted his own tune."
 TOLERANCE = 1  # px: sub-pixel rounding
+LONG_PERSON = "Maximilian-Alexander Wolfeschlegelsteinhausenbergerdorff"
 
 # Rows with the widest values the lists show in practice: the demo data's longest categories and
-# statuses, lessons-dev's team name, five-digit usage counts, dates at 23:59 (memory_site/formats), a
-# "medium" relevance label, an embedded row ("Fresh") among unembedded ones ("Missing").
+# statuses, lessons-dev's team as the column names it ("name (slug)"), five-digit usage counts, dates
+# at 23:59 (memory_site/formats), a "medium" relevance label, an embedded row ("Fresh") among
+# unembedded ones ("Missing"); a confidence an agent computed (1/3: "0.3333333333333333" widened its
+# column by ~100 px) and a long double-barrelled surname (it widened the people column as far), which
+# pushed the last column out of sight.
 LESSONS = [
     ("Encrypt database backups at rest and keep the keys away from the database security group", "security",
-     "confirmed"),
+     "confirmed", 0.85),
     ("Rotate the database credentials after every security incident, not on the next release", "database",
-     "proposed"),
-    (TITLE, "architecture", "confirmed"),
+     "proposed", 1 / 3),
+    (TITLE, "architecture", "confirmed", 0.85),
     ("Run migrations that lock big tables outside business hours, with a statement timeout", "performance",
-     "rejected"),
+     "rejected", 0.85),
 ]
 MEMORIES = [
     ("Priya moved to Lisbon in September to lead the database security team at her new company.",
-     ["work", "relationship"], ["Priya", "Dr. Okafor"]),
+     ["work", "relationship"], ["Priya", "Dr. Okafor", LONG_PERSON]),
     ("Mateo's trio played a packed set at the jazz club; he joked about database security between tunes.",
      ["event", "interest"], ["Mateo"]),
     ("Grandma turned ninety; the whole family met at the lake house for a long weekend together.",
@@ -44,9 +48,9 @@ MEMORIES = [
 ]
 SEPTEMBER = datetime.datetime(2025, 9, 28, 23, 59, tzinfo=datetime.UTC)
 COLUMNS = {
-    "lesson": ["title", "team", "category", "status", "confidence", "frequency", "returned_count", "used_count",
-               "last_used_at", "embedding_status", "updated_at"],
-    "memory": ["content_preview", "team", "importance", "categories", "people_names", "version", "returned_count",
+    "lesson": ["title", "team_label", "category", "status", "confidence_rounded", "frequency", "returned_count",
+               "used_count", "last_used_at", "embedding_status", "updated_at"],
+    "memory": ["content_preview", "team_label", "importance", "categories", "people_names", "version", "returned_count",
                "used_count", "last_used_at", "embedding_status", "occurred_at"],
 }
 
@@ -83,13 +87,13 @@ def fit(page) -> dict:
 
 
 def realistic_rows(kind: str) -> int:
-    team = TeamFactory(slug="lessons-dev", name="lessons-dev")
+    team = TeamFactory(slug="lessons-dev", name="Lessons dev")
     with embeddings_deferred():  # the first row is embedded below, the others stay "Missing"
         if kind == "lesson":
             rows = [
                 lesson_create(team=team, title=title, description=f"Database security. {title}.", category=category,
-                              status=status, confidence=0.85, frequency=12)
-                for title, category, status in LESSONS
+                              status=status, confidence=confidence, frequency=12)
+                for title, category, status, confidence in LESSONS
             ]
         else:
             rows = [
@@ -139,6 +143,10 @@ def test_every_column_fits_in_the_list_without_a_sideways_scroll(admin_page, scr
     out_of_sight = [header for header in shown["headers"] if header["right"] > shown["right"] + TOLERANCE]
     assert not out_of_sight, out_of_sight
     assert shown["headers"][-1]["right"] <= shown["right"] + TOLERANCE
+    if kind == "lesson":  # 1/3 as two decimals (the change form keeps it whole)
+        expect(admin_page.locator("#result_list td.field-confidence_rounded", has_text="0.33")).to_have_text("0.33")
+    else:  # cut at the column's width, whole in its tooltip
+        expect(admin_page.locator(f'#result_list .person-name[title="{LONG_PERSON}"]')).to_have_count(1)
     for main in shown["mains"]:  # the title or content still reads as a sentence, 18em wide
         assert main["width"] >= 230, main
         assert main["lines"] <= 4, main

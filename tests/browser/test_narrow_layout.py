@@ -138,7 +138,7 @@ def test_an_unbroken_title_leaves_the_other_columns_in_view(admin_page, live_dem
         "return box.getBoundingClientRect().left + box.clientWidth; }"
     )
     assert visible_right <= DESKTOP["width"]
-    headers = ["team", "category", "status"] + (["search_relevance"] if query else [])
+    headers = ["team_label", "category", "status"] + (["search_relevance"] if query else [])
     placed = boxes(admin_page, ", ".join(f"#result_list thead th.column-{name}" for name in headers))
     assert len(placed) == len(headers), placed
     out_of_sight = [header for header in placed if header["right"] > visible_right]
