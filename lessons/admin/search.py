@@ -22,6 +22,7 @@ from django.utils.http import urlencode
 from lessons.admin.common import CheckedChangeList
 from lessons.admin.curation import team_label
 from lessons.search import SearchFilters
+from lessons.models import EmbeddingStatus
 from lessons.selectors.admin_search import ALL_LESSON_STATUSES, admin_list_search, admin_teams, evaluation_team_q
 
 ALL_TEAMS = "all"
@@ -216,6 +217,13 @@ def _ranking_columns(model, rows) -> dict:
     }
 
 
+def _embedding_states(request) -> tuple[str, ...]:
+    """The list's embedding filter, for the engine: applied to its best 50 instead, it missed the
+    stale rows a query ranks lower ("0 results" where the list without `q` showed them)."""
+    state = request.GET.get("embedding_status")
+    return (state,) if state in EmbeddingStatus.values else ()
+
+
 def lesson_search_filters(request) -> SearchFilters:
     """The lesson list's filters as the engine's: every status unless one is chosen."""
     status = request.GET.get("status__exact")
@@ -223,6 +231,7 @@ def lesson_search_filters(request) -> SearchFilters:
     return SearchFilters(
         statuses=(status,) if status in ALL_LESSON_STATUSES else ALL_LESSON_STATUSES,
         categories=(category,) if category else (),
+        embedding_states=_embedding_states(request),
     )
 
 
@@ -239,4 +248,5 @@ def memory_search_filters(request) -> SearchFilters:
         # best 50 of current and earlier together, then filtered, left a handful and missed others)
         include_versions=request.GET.get("version_state") in ("earlier", "all"),
         only_versions=request.GET.get("version_state") == "earlier",
+        embedding_states=_embedding_states(request),
     )

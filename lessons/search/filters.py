@@ -12,6 +12,7 @@ from django.db import connection
 
 from lessons.models import Lesson, Memory
 from lessons.search.kinds import SEARCH_KINDS
+from lessons.selectors.embeddings import with_embedding_status
 from lessons.search.signature import value_bits
 from lessons.search.spellings import spelled_values, stored_spellings
 from lessons.search.types import SearchFilters, SearchRequestError
@@ -175,4 +176,18 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             add("coalesce(t.occurred_at, t.created_at) >= %s", filters.since)
         if filters.until:
             add("coalesce(t.occurred_at, t.created_at) < %s", filters.until)
+    if filters.embedding_states:
+        add(*_in_embedding_states(kind=kind, team_id=team_id, states=filters.embedding_states))
     return FilterClause(sql=" AND ".join(parts), params=params, signature_masks=tuple(masks))
+
+
+def _in_embedding_states(*, kind: str, team_id: int, states) -> list:
+    """`t.id IN (the team's rows in one of `states`)` and its parameters, the states decided as the
+    admin's lists decide them (a row's text hashed in SQL against its stored hash). The admin's
+    embedding filter was applied to the search's best 50, so stale rows ranked lower were missed.
+    The team's rows are all hashed: a curator's filter, not an agent's."""
+    model = SEARCH_KINDS[kind].model
+    rows = with_embedding_status(queryset=model.objects.filter(team_id=team_id)).filter(
+        embedding_status__in=list(states)).values("id")
+    sql, values = rows.query.sql_with_params()
+    return [f"t.id IN ({sql})", *values]

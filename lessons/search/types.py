@@ -48,6 +48,7 @@ class SearchFilters:
     until: datetime | None = None
     include_versions: bool = False  # memories: also earlier versions of each memory
     only_versions: bool = False  # memories: earlier versions alone (the admin's "Earlier versions")
+    embedding_states: tuple[str, ...] = ()  # the admin's embedding filter: fresh, stale, missing (any of)
 
     @property
     def narrows(self) -> bool:

@@ -290,3 +290,23 @@ def test_the_hand_typed_list_urls_that_were_500s_are_the_incorrect_lookup_page(a
     # a well-formed array still filters (the admin's own links never name one, a curator may)
     listed = admin_client.get(path, {"tags__contains" if path == LESSONS else "people__contains": "{nobody}"})
     assert listed.status_code == 200 and _listed(listed) == []
+
+
+@pytest.mark.parametrize("model, path", [(Lesson, LESSONS), (Memory, MEMORIES)])
+def test_the_embedding_filter_narrows_the_search_not_its_best_50(admin_client, demo_team, model, path):
+    """Stale rows ranked 51st-60th for a query: the list searched, took its best 50 and then kept
+    the stale ones, "0 results" above an empty table, while the same URL without `q` listed them."""
+    from lessons.search import SearchFilters, SearchRequest, search
+    from lessons.selectors.admin_search import ALL_LESSON_STATUSES
+
+    kind = "lessons" if model is Lesson else "memories"
+    query = "security" if model is Lesson else "what happened last week"
+    filters = SearchFilters(statuses=ALL_LESSON_STATUSES) if model is Lesson else SearchFilters()
+    ranked = [hit.id for hit in search(request=SearchRequest(team=demo_team, query=query, kind=kind, limit=100,
+                                                             filters=filters)).results]
+    assert len(ranked) >= 60
+    model.objects.filter(pk__in=ranked[50:60]).update(content_hash="stale")
+    listed = _listed(admin_client.get(path, {"q": query, "embedding_status": "stale", "team__id__exact": demo_team.pk}))
+    assert {row.pk for row in listed} == set(ranked[50:60])
+    fresh = _listed(admin_client.get(path, {"q": query, "embedding_status": "fresh", "team__id__exact": demo_team.pk}))
+    assert fresh and not {row.pk for row in fresh} & set(ranked[50:60])
