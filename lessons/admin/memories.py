@@ -3,7 +3,8 @@ from django.contrib.admin.actions import delete_selected as django_delete_select
 from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html_join
-from django.utils.text import Truncator
+from django.utils.safestring import mark_safe
+from django.utils.text import Truncator, capfirst
 
 from lessons.admin.common import (
     CheckedSelectionModelAdmin,
@@ -152,6 +153,20 @@ class MemoryAdmin(
             return HttpResponseRedirect(reverse("admin:lessons_memory_change", args=[memory.pk]))
         return super().delete_view(request, object_id, extra_context)
 
+    def get_deleted_objects(self, objs, request):
+        """The confirmation names a memory's earlier versions as such: they were "Memory: ..." rows
+        and counted in "Memories: 4", which read as four memories going for one with three
+        versions. Only current memories get here (a version's delete is turned back above), so
+        every other memory listed is an earlier version of one of them."""
+        to_delete, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        plural = Memory._meta.verbose_name_plural
+        versions = model_count.get(plural, 0) - len(objs)
+        if versions > 0:
+            model_count[plural] = len(objs)
+            model_count["earlier versions"] = versions
+            to_delete = _versions_named(to_delete, noun=f"{capfirst(Memory._meta.verbose_name)}: ")
+        return to_delete, model_count, perms_needed, protected
+
     @admin.action(description=django_delete_selected.short_description, permissions=["delete"])
     def delete_selected(self, request, queryset):
         if selection_too_large(self, request, queryset):
@@ -205,3 +220,17 @@ def _earlier_versions_kept(versions: list[Memory]) -> str:
                 f"To remove it, delete the memory ({memories}) with its versions.")
     return (f"Nothing was deleted: {named} are part of their memories' history, kept as long as the memories "
             f"are. To remove them, delete the memories ({memories}) with their versions.")
+
+
+def _versions_named(items: list, *, noun: str, nested: bool = False) -> list:
+    """Django's nested list of what a delete takes, a memory's own rows (one level down) that are
+    memories renamed "Earlier version: ..."."""
+    named = []
+    for item in items:
+        if isinstance(item, list):
+            named.append(_versions_named(item, noun=noun, nested=True))
+        elif nested and isinstance(item, str) and item.startswith(noun):
+            named.append(mark_safe(f"Earlier version: {item[len(noun):]}"))  # noqa: S308 - Django's own safe text
+        else:
+            named.append(item)
+    return named

@@ -143,3 +143,20 @@ def test_the_teams_page_refuses_a_slug_with_capitals(admin_client, team):
     assert response.status_code == 200  # the form again, with the reason on the field
     assert "Use lowercase letters" in " ".join(response.context["adminform"].form.errors["slug"])
     assert list(team.__class__.objects.values_list("slug", flat=True)) == ["acme"]
+
+
+def test_deleting_a_memory_with_history_names_its_versions_as_versions(admin_client, team):
+    """The confirmation said "Memories: 4" and listed each version as "Memory: ...", which read as
+    four memories going for one memory with three earlier versions."""
+    memory = memory_create(team=team, content="First words")
+    for words in ("Second words", "Third words", "Fourth words"):
+        memory_update(memory=memory, content=words)
+    other = memory_create(team=team, content="Another memory")
+    page = admin_client.get(reverse("admin:lessons_memory_delete", args=[memory.pk]))
+    assert dict(page.context["model_count"]) == {"memories": 1, "earlier versions": 3}
+    assert page.content.decode().count("Earlier version: ") == 3
+    bulk = admin_client.post(reverse("admin:lessons_memory_changelist"),
+                             {"action": "delete_selected", "_selected_action": [memory.pk, other.pk]})
+    assert dict(bulk.context["model_count"]) == {"memories": 2, "earlier versions": 3}
+    alone = admin_client.get(reverse("admin:lessons_memory_delete", args=[other.pk]))
+    assert dict(alone.context["model_count"]) == {"memories": 1}
