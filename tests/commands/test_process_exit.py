@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from tests.commands.test_search_command import _test_database_environment
+from tests.factories import LessonFactory
 
 PROJECT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db
 
 
-def _manage(*args, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=PROJECT, env=_test_database_environment(),
+def _manage(*args, stdout=subprocess.PIPE, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=PROJECT, env=env or _test_database_environment(),
                           stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=300)
 
 
@@ -41,10 +42,21 @@ def test_a_closed_standard_output_is_one_line(args):
 
 @pytest.mark.django_db(transaction=True)  # the team committed: the command runs in a process of its own
 def test_a_full_disk_under_stdout_is_one_line(team):
-    with open("/dev/full", "w") as full:
-        finished = _manage("search", "retries", "--team", team.slug, "--mode", "text", stdout=full)
-    assert finished.returncode == 1
-    assert _said(finished.stderr) == ["search: input or output failed: No space left on device."]
+    """Buffered, as in a shell without PYTHONUNBUFFERED: what the failed write left in the buffer was
+    flushed again at exit, "Exception ignored ... OSError: No space left on device" and status 120
+    (this test's environment had PYTHONUNBUFFERED=1, which hid it)."""
+    LessonFactory(team=team, title="Retry uploads with backoff")  # a line for the export to write
+    buffered = {name: value for name, value in _test_database_environment().items() if name != "PYTHONUNBUFFERED"}
+    for args, line in (
+        (("search", "retries", "--team", team.slug, "--mode", "text"),
+         "search: input or output failed: No space left on device."),
+        (("check",), "check: input or output failed: No space left on device."),
+        (("export_lessons", "-", "--team", team.slug),
+         "CommandError: cannot write to stdout: No space left on device"),
+    ):
+        with open("/dev/full", "w") as full:
+            finished = _manage(*args, stdout=full, env=buffered)
+        assert (finished.returncode, _said(finished.stderr)) == (1, [line]), finished.stderr
 
 
 INTERRUPTED_EARLY = """
