@@ -81,6 +81,7 @@ from lessons.search.encode import encode_in_background, model_unavailable_reason
 from lessons.search.exact import EXACT_TIER_MAX_TERMS
 from lessons.search.filters import filter_parts
 from lessons.search.hits import candidate_from_row, hit_from_candidate, recency_hits, respond
+from lessons.search.keyword import english_lexemes
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.parallel import legs_beside_allowed, result_or_none, run_beside, search_under_way
 from lessons.search.semantic import vector_literal
@@ -200,7 +201,11 @@ def _search(*, request: SearchRequest) -> SearchResponse:
 
     # --- fuse ------------------------------------------------------------------------------------
     tick = perf_counter()
-    candidates = [candidate_from_row(kind=kind, row=row, exact_terms=exact_terms, query_terms=terms) for row in rows]
+    # a one-word lookup phrased with filler words ("using retries"): the word's own English terms
+    lookup_lexemes = (english_lexemes(exact_terms[0]) if rows and len(exact_terms) == 1 and len(keyword_query.split()) > 1
+                      else frozenset())
+    candidates = [candidate_from_row(kind=kind, row=row, exact_terms=exact_terms, query_terms=terms,
+                                     lookup_lexemes=lookup_lexemes) for row in rows]
     if union is None:
         union = len(candidates)
     collapsed = 0

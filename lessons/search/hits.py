@@ -18,8 +18,10 @@ _LEG_OF_FLAG = {"in_sem_p": ("semantic", "primary"), "in_sem_c": ("semantic", "c
                 "in_kw_p": ("keyword", "primary"), "in_ex": ("exact", "primary")}
 
 
-def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str],
-                       query_terms: list[str]) -> scoring.Candidate:
+def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str], query_terms: list[str],
+                       lookup_lexemes: frozenset[str] = frozenset()) -> scoring.Candidate:
+    """`lookup_lexemes`: a one-word lookup's English terms when its query has other words too (see
+    says_the_word)."""
     fields = {name: row[name] for name in kind.fields if name in row}  # the long texts come later
     found = [leg for flag, leg in _LEG_OF_FLAG.items() if row.get(flag)]
     return scoring.Candidate(
@@ -36,10 +38,20 @@ def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str],
         legs={leg for leg, _ in found},
         found_by={query for _, query in found},
         exact=bool(exact_terms) and set(exact_terms) <= kind.exact_terms_of(fields),
-        # a one-word lookup: the word in the row's text (its BM25 matched every query term)
-        says_query=0 < len(exact_terms) <= TEXT_TIER_MAX_TERMS and float(row.get("coverage_p") or 0.0) >= 1.0,
+        says_query=0 < len(exact_terms) <= TEXT_TIER_MAX_TERMS and says_the_word(row, lookup_lexemes),
         names_subject=kind.names_subject(fields, query_terms),
     )
+
+
+def says_the_word(row: dict, lookup_lexemes: frozenset[str]) -> bool:
+    """A one-word lookup's word is in the row's text: its BM25 matched every English term of the
+    query, or, when the query has filler words besides the word ("using retries", "retries
+    please": one content word, but BM25 keeps `use` and `pleas`), the word's own terms. Only every
+    term counted, so rows saying "use" came before those saying "retries", and "retries please"
+    had no lookup at all."""
+    if float(row.get("coverage_p") or 0.0) >= 1.0:
+        return True
+    return bool(lookup_lexemes) and lookup_lexemes <= set(row.get("terms_p") or [])
 
 
 def _float_or_none(value) -> float | None:

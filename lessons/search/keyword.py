@@ -185,6 +185,15 @@ def _terms_and_weights_sql(*, stats_len: str) -> str:
         )"""
 
 
+def english_lexemes(word: str) -> frozenset[str]:
+    """The English terms the leg reads `word` as (QUERY_TERMS_SQL's `english`): "retries" is
+    `retri`. A one-word lookup asks whether a row matched these, not every term of its query."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', translate(%s, '<', ' '))))",
+                       [word])
+        return frozenset(cursor.fetchone()[0])
+
+
 def scan_ratio() -> float:
     """The default leg scores every posting when the query's terms have at most this many times the
     postings their heads would read (the design, 2)."""

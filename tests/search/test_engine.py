@@ -90,6 +90,21 @@ def test_a_one_word_query_is_a_lookup_of_the_rows_that_say_it(demo_team):
     assert not any(hit.explanation["says_query"] for hit in both.results)
 
 
+@pytest.mark.parametrize("query", ["using retries", "retries please", "how do I use retries"])
+def test_a_one_word_lookup_phrased_with_filler_words_is_the_same_lookup(demo_team, query):
+    """The filler words make it a one-word query, but a row "said" it only when it carried every
+    English term BM25 kept ("use", "pleas"): lessons saying "use" came before the ones saying
+    "retries", and "retries please" had no lookup at all (its top hit matched no word)."""
+    plain = run(demo_team, "retries", explain=True, limit=20)
+    saying = [hit.id for hit in plain.results if hit.explanation["says_query"]]
+    assert len(saying) >= 3
+    phrased = run(demo_team, query, explain=True, limit=20)
+    top = phrased.results[:len(saying)]
+    # the same lessons first (a same-title pair folds into one hit led by whichever scores best)
+    assert all(set(saying) & {hit.id, *hit.collapsed_ids} for hit in top)
+    assert all(hit.explanation["says_query"] and hit.relevance != "low" for hit in top)
+
+
 def test_results_explain_themselves_and_never_carry_the_embedding(demo_team):
     response = run(demo_team, "webhook retries", explain=True, limit=5)
     assert response.results
@@ -560,3 +575,13 @@ def test_a_row_without_a_vector_yet_is_ranked_on_its_words_not_as_unrelated(demo
     assert response.candidates["not_embedded"] == 1
     assert all("embedding" not in hit.explanation for hit in response.results[1:])
     assert first.relevance in ("medium", "high")  # its words match: judged on them
+
+
+def test_lessons_relevant_to_a_tech_stack_name_it_first(demo_team):
+    """The shortcut asks "using docker", a one-word lookup among filler words (above). On another
+    copy of the demo data, lessons that said "use" came before the Docker lessons; here the caller's
+    tech stack already ranks them first, so this guards the shortcut rather than proving the fix."""
+    from lessons.selectors.lessons import lessons_relevant
+
+    hits = lessons_relevant(team=demo_team, tech_stack=["docker"], limit=5).results
+    assert len(hits) == 5 and all("docker" in hit.fields["tech_stacks"] for hit in hits)
