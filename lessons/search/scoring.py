@@ -125,10 +125,23 @@ def same_title_groups(items: list, *, row_of=lambda item: item) -> list[list]:
     return list(groups.values())
 
 
+_SUMMED_USAGE = ("returned_count", "used_count", "not_helpful_count")
+_LATEST_USAGE = ("last_returned_at", "last_used_at")
+
+
 def folded_row(lead: dict, members: list[dict]) -> dict:
-    """The lead's row with confidence = max and frequency = sum (capped) over the members' rows."""
-    return {**lead, "confidence": max(m.get("confidence", 0.0) for m in members),
-            "frequency": min(MAX_FREQUENCY, sum(m.get("frequency", 1) for m in members))}
+    """The lead's row with confidence = max and frequency = sum (capped) over the members' rows,
+    and their usage counts summed (the latest moments kept): a folded lesson is returned and
+    can be reported used, and a use reported on it had no say in the group's ranking."""
+    row = {**lead, "confidence": max(m.get("confidence", 0.0) for m in members),
+           "frequency": min(MAX_FREQUENCY, sum(m.get("frequency", 1) for m in members))}
+    for name in _SUMMED_USAGE:
+        if name in lead:
+            row[name] = sum(m.get(name) or 0 for m in members)
+    for name in _LATEST_USAGE:
+        if name in lead:
+            row[name] = max((m[name] for m in members if m.get(name) is not None), default=None)
+    return row
 
 
 def collapse_same_title_rows(rows: list[dict]) -> list[tuple[dict, list[int]]]:

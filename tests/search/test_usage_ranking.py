@@ -124,3 +124,20 @@ def test_memories_learn_from_use_too(demo_team):
     for hit in before[:-1]:  # passed exactly the memories that were ahead by less than its lift
         passed = order.index(hit.id) > order.index(chosen.id)
         assert passed == (hit.score - chosen.score < lift), (hit.fields["content"], hit.score, chosen.score, lift)
+
+
+def test_a_use_reported_on_a_folded_lesson_counts_for_its_hit(demo_team):
+    """A same-title lesson folded into a hit is returned and can be reported used; its hit took
+    the usage of its lead alone, so the reports never moved the ranking."""
+    query = "enqueue celery tasks after the transaction commits"
+    [hit] = [hit for hit in run(demo_team, query, explain=True).results if hit.collapsed_ids]
+    folded = next(i for i in hit.collapsed_ids if i != hit.id)
+    assert hit.explanation["usage"] == 0.0
+    for _ in range(3):
+        response = run(demo_team, query)
+        search_id = search_record(team=demo_team, kind="lessons", operation="search", query=query, mode=response.mode,
+                                  result_ids=response.returned_ids(), source="api")
+        feedback_record(team=demo_team, search_id=search_id, used=[folded])
+    [again] = [h for h in run(demo_team, query, explain=True).results if set(h.collapsed_ids) == set(hit.collapsed_ids)]
+    assert again.explanation["usage"] > 0.0
+    assert again.fields["used_count"] == 3
