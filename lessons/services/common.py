@@ -5,8 +5,10 @@ from collections.abc import Collection, Iterable
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.utils import timezone
 
+from lessons.models import DuplicateDismissal
 from lessons.text import clean_name, clean_text, name_key
 
 
@@ -81,3 +83,11 @@ def normalise_names(values: Iterable[str] | None) -> list[str]:
         if kept is None or (kept == kept.lower() and name != name.lower()):
             seen[key] = name  # a replaced spelling keeps the place of the first
     return list(seen.values())
+
+
+def forget_dismissals(*, kind: str, team_id: int, ids: list[int]) -> None:
+    """Rows that are deleted take their "not a duplicate" marks with them. A mark names its rows
+    by id, without a foreign key (it pairs rows of either table), so a delete left it behind: the
+    marks list showed "#12 (deleted)" and the duplicates page counted it."""
+    DuplicateDismissal.objects.filter(team_id=team_id, kind=kind).filter(
+        Q(low_id__in=ids) | Q(high_id__in=ids)).delete()

@@ -27,6 +27,7 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from lessons.models import (
     MAX_FREQUENCY,
@@ -43,6 +44,7 @@ from lessons.services import lessons as lesson_services
 from lessons.services import memories as memory_services
 from lessons.services.common import (
     changed_since_opened,
+    forget_dismissals,
     normalise_names,
     normalise_terms,
     refuse_changed_since_read,
@@ -144,7 +146,7 @@ def lesson_merge(
             for lesson in others
         ]
     )
-    _forget_dismissals(kind=DuplicateKind.LESSON, team_id=kept.team_id, ids=merged_ids)
+    forget_dismissals(kind=DuplicateKind.LESSON, team_id=kept.team_id, ids=merged_ids)
     Lesson.objects.filter(pk__in=merged_ids).delete()
     # Through the update service: validation, and an embedding scheduled only if the text changed.
     return lesson_services.lesson_update(lesson=kept, **changes)
@@ -192,9 +194,17 @@ def memory_merge(
         team_id=kept.team_id, memory=kept, merged_memory_id=other.pk, merged_content=other.content,
         merged_fields=_memory_snapshot(other),
     )
-    _forget_dismissals(kind=DuplicateKind.MEMORY, team_id=kept.team_id, ids=[other.pk])
+    forget_dismissals(kind=DuplicateKind.MEMORY, team_id=kept.team_id, ids=[other.pk])
     memory_services.memory_delete(memory=other)
-    return memory_services.memory_update(memory=kept, **changes)
+    before = kept.updated_at
+    merged_into = memory_services.memory_update(memory=kept, **changes)
+    if merged_into.updated_at == before:
+        # Nothing of the kept memory's own fields changed (the other held nothing new), but the merge
+        # happened: a memory that absorbed another is another version of the store's state, and an
+        # agent holding its ETag could not tell (the tag and updated_at stayed as they were).
+        merged_into.updated_at = timezone.now()
+        Memory.objects.filter(pk=merged_into.pk).update(updated_at=merged_into.updated_at)
+    return merged_into
 
 
 def _memory_snapshot(memory: Memory) -> dict:
@@ -221,12 +231,6 @@ def _add_usage(model, *, kept, others: list) -> None:
     model.objects.filter(pk=kept.pk).update(**counts, **dates)
     for name, value in {**counts, **dates}.items():  # the caller's copy answers with them too
         setattr(kept, name, value)
-
-
-def _forget_dismissals(*, kind: str, team_id: int, ids: list[int]) -> None:
-    """Rows that are deleted take their "not a duplicate" marks with them."""
-    DuplicateDismissal.objects.filter(team_id=team_id, kind=kind, low_id__in=ids).delete()
-    DuplicateDismissal.objects.filter(team_id=team_id, kind=kind, high_id__in=ids).delete()
 
 
 def duplicate_dismiss(

@@ -7,8 +7,8 @@ from datetime import datetime
 from django.db import transaction
 
 from lessons.embedding import embedded_fields
-from lessons.models import Lesson, LessonStatus, Team
-from lessons.services.common import normalise_terms, normalise_text, refuse_changed_since_read
+from lessons.models import DuplicateKind, Lesson, LessonStatus, Team
+from lessons.services.common import forget_dismissals, normalise_terms, normalise_text, refuse_changed_since_read
 from lessons.services.embeddings import embedding_schedule
 from lessons.text import clean_identifier
 
@@ -136,7 +136,9 @@ def lesson_delete(*, lesson: Lesson, expected_updated_at: datetime | Collection[
     """Locked first, as an edit or a merge locks it: a merge under way that keeps this lesson adds
     records to it, which a delete collected before them would leave pointing at nothing. With
     `expected_updated_at`, a lesson changed since is not deleted (ChangedSinceRead)."""
-    _locked(lesson, expected_updated_at=expected_updated_at).delete()
+    stored = _locked(lesson, expected_updated_at=expected_updated_at)
+    stored.delete()
+    forget_dismissals(kind=DuplicateKind.LESSON, team_id=stored.team_id, ids=[lesson.pk])
 
 
 def lesson_propose(*, team: Team, **fields) -> Lesson:

@@ -8,8 +8,10 @@ from datetime import datetime
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from lessons.models import Memory, Team
-from lessons.services.common import normalise_names, normalise_terms, normalise_text, refuse_changed_since_read
+from lessons.models import DuplicateKind, Memory, Team
+from lessons.services.common import (
+    forget_dismissals, normalise_names, normalise_terms, normalise_text, refuse_changed_since_read,
+)
 from lessons.services.embeddings import embedding_schedule, embedding_schedule_if_pending
 from lessons.text import clean_identifier
 
@@ -169,6 +171,7 @@ def memory_delete(*, memory: Memory, expected_updated_at: datetime | Collection[
         raise Memory.DoesNotExist(f"memory {memory.pk} does not exist (deleted or merged meanwhile)")
     refuse_changed_since_read(row=stored, expected_updated_at=expected_updated_at)
     stored.delete()
+    forget_dismissals(kind=DuplicateKind.MEMORY, team_id=stored.team_id, ids=[memory.pk])
 
 
 @transaction.atomic

@@ -296,3 +296,19 @@ def test_a_merge_from_a_stale_read_is_refused_and_deletes_nothing(api, team):
     merged = api.post(f"/memories/{memory.pk}/merge", {"merge_id": twin.pk}, **_if_match(fresh))
     assert merged.status_code == 200 and merged.json()["memory"]["people"] == ["Sam", "Maria"]
     assert merged["ETag"] == api.get(f"/memories/{memory.pk}")["ETag"]
+
+
+def test_a_merge_that_adds_nothing_new_still_moves_the_kept_memorys_tag(api, team):
+    """The other memory held nothing the kept one lacked: the merge deleted it and recorded itself,
+    but the kept memory's updated_at, and so its ETag, stayed, and an agent holding the tag could
+    not tell that a merge had happened."""
+    kept = memory_create(team=team, content="Tag merge keep", people=["Sam", "Maria"], emotions=["happy"],
+                         categories=["event"], importance=8)
+    other = memory_create(team=team, content="Tag merge other", people=["sam"], emotions=["happy"],
+                          categories=["event"], importance=2)
+    tag = api.get(f"/memories/{kept.pk}")["ETag"]
+    merged = api.post(f"/memories/{kept.pk}/merge", {"merge_id": other.pk}, **_if_match(tag))
+    assert merged.status_code == 200, merged.content
+    assert merged["ETag"] != tag and api.get(f"/memories/{kept.pk}")["ETag"] == merged["ETag"]
+    stale = api.patch(f"/memories/{kept.pk}", {"importance": 9}, **_if_match(tag))
+    assert stale.status_code == 412

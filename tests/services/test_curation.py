@@ -150,6 +150,27 @@ def test_merging_forgets_the_dismissals_of_deleted_lessons(team):
     ]
 
 
+def test_deleting_a_row_forgets_its_dismissals(team):
+    """Only a merge forgot them: a deleted row's marks stayed ("#12 (deleted)" in the admin's marks,
+    counted on the duplicates page)."""
+    from lessons.services.lessons import lesson_delete, lesson_delete_many
+    from lessons.services.memories import memory_delete, memory_delete_many
+
+    first, second, third = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN), lesson(team, FOREIGN_KEYS)
+    duplicate_dismiss(team=team, kind="lesson", first_id=first.pk, second_id=second.pk)
+    duplicate_dismiss(team=team, kind="lesson", first_id=second.pk, second_id=third.pk)
+    a, b, c = (memory_create(team=team, content=text) for text in ("Walk by the lake", "Lake walk", "Dinner"))
+    for pair in ((a, b), (b, c), (a, c)):
+        duplicate_dismiss(team=team, kind="memory", first_id=pair[0].pk, second_id=pair[1].pk)
+    lesson_delete(lesson=first)
+    memory_delete(memory=a)
+    assert sorted(DuplicateDismissal.objects.values_list("kind", "low_id", "high_id")) == sorted([
+        ("lesson", *sorted((second.pk, third.pk))), ("memory", *sorted((b.pk, c.pk)))])
+    lesson_delete_many(lessons=[third])
+    memory_delete_many(memories=[c])
+    assert not DuplicateDismissal.objects.exists()
+
+
 def test_dismissal_stores_the_pair_ordered_once(team):
     first, second = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
     one = duplicate_dismiss(team=team, kind="lesson", first_id=second.pk, second_id=first.pk)
@@ -302,3 +323,20 @@ def test_a_merge_keeps_the_usage_of_every_lesson_and_memory(team):
     memory_merge(keep=first, merged=Memory.objects.get(pk=second.pk))
     first.refresh_from_db()
     assert (first.returned_count, first.used_count, first.last_used_at) == (4, 3, now)
+
+
+def test_the_migration_forgets_marks_that_deletes_left_behind(team):
+    import importlib
+
+    from django.db import connection
+
+    forget = importlib.import_module("lessons.migrations.0027_forget_deleted_rows_dismissals").FORGET
+    kept, other = lesson(team, DOCKER_PIN), lesson(team, DOCKER_PIN_AGAIN)
+    duplicate_dismiss(team=team, kind="lesson", first_id=kept.pk, second_id=other.pk)
+    left = memory_create(team=team, content="Walk by the lake")
+    DuplicateDismissal.objects.create(team=team, kind="lesson", low_id=kept.pk, high_id=other.pk + 10_000)
+    DuplicateDismissal.objects.create(team=team, kind="memory", low_id=left.pk, high_id=left.pk + 10_000)
+    with connection.cursor() as cursor:
+        cursor.execute(forget)
+    assert list(DuplicateDismissal.objects.values_list("kind", "low_id", "high_id")) == [
+        ("lesson", *sorted((kept.pk, other.pk)))]
