@@ -27,9 +27,9 @@ from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, Memory
 from lessons.selectors.curation import (
     DEFAULT_DUPLICATE_LIMIT,
     DEFAULT_DUPLICATE_THRESHOLD,
-    duplicates_opening_team,
     MAX_DUPLICATE_LIMIT,
     MAX_DUPLICATE_THRESHOLD,
+    duplicates_opening_team,
     lesson_duplicate_pairs,
     memory_duplicate_pairs,
 )

@@ -21,8 +21,8 @@ from django.utils.http import urlencode
 
 from lessons.admin.common import CheckedChangeList
 from lessons.admin.curation import team_label
-from lessons.search import SearchFilters
 from lessons.models import EmbeddingStatus
+from lessons.search import SearchFilters
 from lessons.selectors.admin_search import ALL_LESSON_STATUSES, admin_list_search, admin_teams, evaluation_team_q
 
 ALL_TEAMS = "all"

@@ -202,8 +202,8 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     # --- fuse ------------------------------------------------------------------------------------
     tick = perf_counter()
     # a one-word lookup phrased with filler words ("using retries"): the word's own English terms
-    lookup_lexemes = (english_lexemes(exact_terms[0]) if rows and len(exact_terms) == 1 and len(keyword_query.split()) > 1
-                      else frozenset())
+    filler_words = len(exact_terms) == 1 and len(keyword_query.split()) > 1
+    lookup_lexemes = english_lexemes(exact_terms[0]) if rows and filler_words else frozenset()
     candidates = [candidate_from_row(kind=kind, row=row, exact_terms=exact_terms, query_terms=terms,
                                      lookup_lexemes=lookup_lexemes) for row in rows]
     if union is None:

@@ -154,7 +154,6 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             # whole stored name ("A" is mostly an article). The patterns are built from the name
             # as unaccent() folds it (folded_accents), never folded after they are built.
             folded = "unaccent(lower(p.name))"
-            [unaccented] = folded_accents([name])
             in_people, values = [f"{folded} = unaccent(lower(%s))"], [name]
             if len(name) >= PERSON_PREFIX_MIN_LETTERS:
                 in_people.append(f"starts_with({folded}, unaccent(lower(%s)))")
@@ -166,6 +165,7 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
             if len(name) >= PERSON_TEXT_MIN_LETTERS:
                 # in the text, only as a name is written, with a capital: "Jazz" found every memory
                 # about jazz, "May" and "Nobody" the months and "nobody seemed to care"
+                [unaccented] = folded_accents([name])
                 in_people.append("unaccent(p.name) ~* %s")
                 sql += " OR unaccent(t.content || ' ' || t.details) ~ %s"
                 values += [whole_word_pattern(unaccented), name_in_text_pattern(unaccented)]
