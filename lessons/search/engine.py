@@ -139,7 +139,10 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     per_leg = search_leg_limit(request.limit)
     term_forms = scoring.query_term_forms(keyword_query, STOP_WORDS)
     terms = list(term_forms)
-    query_exact_terms = terms if 0 < len(terms) <= EXACT_TIER_MAX_TERMS else []
+    # a word with no canonical term (another script) still counts: it cannot be carried exactly,
+    # so the query forms no tier ("database безопасности" put every `database` lesson first)
+    query_exact_terms = terms if 0 < len(terms) <= EXACT_TIER_MAX_TERMS and not scoring.unlisted_words(
+        keyword_query, STOP_WORDS) else []
     exact_terms = query_exact_terms if request.mode != "semantic" else []
     default_weights = scoring.query_length_weights(
         dict(settings.SEARCH_WEIGHTS), settings.SEARCH_WEIGHTS_LONG, terms=len(scoring.query_terms(query, STOP_WORDS)),

@@ -2,6 +2,7 @@
 response around them (timings, candidate counts, fallbacks). One shape out: `SearchHit`."""
 
 import logging
+import re
 from time import perf_counter
 
 from django.conf import settings
@@ -14,6 +15,12 @@ from lessons.search.types import SearchHit, SearchRequest, SearchResponse
 
 logger = logging.getLogger("lessons.search")
 
+# The text parser reads "C#" and "C++" as the letter `c`, so a row whose text matched them may only
+# say `c` ("Cancel stale fetches", quoting 'c', was the C++ lookup, and a C++ lesson read `high`
+# for "c#"): such a word is said, and matched for the label, by a row that carries it exactly (a
+# tech stack, a tag, a title word).
+_PARSER_DROPS = re.compile(r"[+#]")
+
 _LEG_OF_FLAG = {"in_sem_p": ("semantic", "primary"), "in_sem_c": ("semantic", "contextual"),
                 "in_kw_p": ("keyword", "primary"), "in_ex": ("exact", "primary")}
 
@@ -24,6 +31,12 @@ def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str], q
     says_the_word)."""
     fields = {name: row[name] for name in kind.fields if name in row}  # the long texts come later
     found = [leg for flag, leg in _LEG_OF_FLAG.items() if row.get(flag)]
+    exact = bool(exact_terms) and set(exact_terms) <= kind.exact_terms_of(fields)
+    coverage, word_share = _float_or_none(row.get("coverage_p")), _float_or_none(row.get("word_share_p"))
+    if cut := _cut_words_missing(kind=kind, fields=fields, query_terms=query_terms):
+        # the text's `c` is no match of "c#": the label reads those words as not matched
+        kept = 1.0 - cut / len(query_terms)
+        coverage, word_share = (None if share is None else share * kept for share in (coverage, word_share))
     return scoring.Candidate(
         id=row["id"],
         row=fields,
@@ -33,14 +46,22 @@ def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str], q
         bm25_primary=float(row.get("bm25_p") or 0.0),
         bm25_max=float(row.get("bm25_max") or 0.0),
         matched_terms=row.get("terms_p") or [],
-        keyword_coverage=_float_or_none(row.get("coverage_p")),
-        keyword_word_share=_float_or_none(row.get("word_share_p")),
+        keyword_coverage=coverage,
+        keyword_word_share=word_share,
         legs={leg for leg, _ in found},
         found_by={query for _, query in found},
-        exact=bool(exact_terms) and set(exact_terms) <= kind.exact_terms_of(fields),
-        says_query=0 < len(exact_terms) <= TEXT_TIER_MAX_TERMS and says_the_word(row, lookup_lexemes),
+        exact=exact,
+        says_query=0 < len(exact_terms) <= TEXT_TIER_MAX_TERMS and says_the_word(row, lookup_lexemes)
+        and (exact or not _PARSER_DROPS.search(exact_terms[0])),
         names_subject=kind.names_subject(fields, query_terms),
     )
+
+
+def _cut_words_missing(*, kind: SearchKind, fields: dict, query_terms: list[str]) -> int:
+    """How many of the query's words the text parser cuts to a letter ("c#", "c++") the row does not
+    carry exactly: what its text matched of them was the letter alone."""
+    cut = [term for term in query_terms if _PARSER_DROPS.search(term)]
+    return len(set(cut) - kind.exact_terms_of(fields)) if cut else 0
 
 
 def says_the_word(row: dict, lookup_lexemes: frozenset[str]) -> bool:

@@ -31,6 +31,15 @@ def query_term_forms(query: str, stop_words: frozenset[str]) -> dict[str, list[s
     return {term: sorted(spellings) for term, spellings in forms.items()}
 
 
+def unlisted_words(query: str, stop_words: frozenset[str]) -> int:
+    """How many of the query's words have letters but no canonical term (a word in another script:
+    `canonical` keeps a-z, digits, + and #). They are words all the same: "database безопасности"
+    is two words, not the one-word lookup of `database` its terms alone would make it."""
+    words = (raw.strip(".,;:!?'\"()[]{}") for raw in _SPLIT.split(query.lower()))
+    return sum(1 for word in words if word not in stop_words and not canonical(word)
+               and any(ch.isalnum() for ch in word))
+
+
 def query_terms(query: str, stop_words: frozenset[str]) -> list[str]:
     return list(query_term_forms(query, stop_words))
 

@@ -105,6 +105,38 @@ def test_a_one_word_lookup_phrased_with_filler_words_is_the_same_lookup(demo_tea
     assert all(hit.explanation["says_query"] and hit.relevance != "low" for hit in top)
 
 
+def test_a_word_in_another_script_keeps_a_two_word_query_out_of_the_lookups(demo_team):
+    """`canonical` keeps a-z, digits, + and #, so "безопасности" had no term, and "database
+    безопасности" was the one-term lookup of `database`: every lesson in that category came first,
+    labelled at least medium, and the lesson the other word names came 9th with the best score."""
+    russian = LessonFactory(
+        team=demo_team, title="Включайте RLS для каждой таблицы арендаторов", category="security",
+        description="Без политики безопасности строк один арендатор видит данные другого.",
+        recommendation="Включите политики безопасности строк на каждой таблице.",
+    )
+    embedding_refresh(items=[russian])
+    for mode in ("hybrid", "text"):
+        response = run(demo_team, "database безопасности", explain=True, limit=10, mode=mode)
+        assert not any(hit.explanation["exact_term"] or hit.explanation["says_query"] for hit in response.results)
+        assert response.results[0].id == russian.id, mode
+
+
+@pytest.mark.parametrize("asked, other", [("c#", "c++"), ("c++", "c#")])
+def test_a_lookup_of_a_word_the_parser_cuts_to_a_letter_wants_the_word_itself(demo_team, asked, other):
+    """The text parser reads "C#" and "C++" as `c`: the C++ lesson was "saying" c#, labelled high,
+    and a demo lesson quoting 'c' was the top hit of either."""
+    carrier = LessonFactory(team=demo_team, title="Pin the compiler in CI", tech_stacks=[asked],
+                            description=f"The {asked} build broke when the runner image moved to a newer compiler.")
+    lookalike = LessonFactory(team=demo_team, title="Warnings as errors", tech_stacks=[other],
+                              description=f"Our {other} toolchain let a narrowing conversion through.")
+    for mode in ("hybrid", "text"):
+        response = run(demo_team, asked, explain=True, limit=10, mode=mode)
+        assert response.results[0].id == carrier.id and response.results[0].explanation["exact_term"], mode
+        assert not any(hit.explanation["says_query"] for hit in response.results[1:]), mode
+        found = {hit.id: hit for hit in response.results}
+        assert lookalike.id in found and found[lookalike.id].relevance == "low", mode
+
+
 def test_results_explain_themselves_and_never_carry_the_embedding(demo_team):
     response = run(demo_team, "webhook retries", explain=True, limit=5)
     assert response.results
