@@ -35,9 +35,14 @@ _IDENTIFIER = re.compile(r"\b([A-Za-z_][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+|[a-z]+[
 _WORD = re.compile(r"\b([A-Za-z][A-Za-z0-9+#-]{2,})\b")
 
 
+# A longer "word" is a token, a hash or pasted noise: a 50,000-letter one became one keyword and a
+# contextual query 25 times the query limit.
+MAX_KEYWORD_CHARS = 60
+
+
 def _keep(term: str) -> bool:
     plain = term.strip().strip(".-_").lower()
-    return len(plain) >= 2 and plain not in STOP_WORDS and not plain.isdigit()
+    return 2 <= len(plain) <= MAX_KEYWORD_CHARS and plain not in STOP_WORDS and not plain.isdigit()
 
 
 def extract_keywords(context: str, *, limit: int = MAX_KEYWORDS) -> list[str]:

@@ -31,3 +31,10 @@ def test_nothing_to_extract():
 
 def test_contextual_query_appends_keywords():
     assert contextual_query(" add hi-hats ", ["bd", "sound"]) == "add hi-hats bd sound"
+
+
+def test_a_word_longer_than_any_keyword_is_left_out():
+    # pasted noise became one 50,000-letter keyword, and a contextual query far over the query limit
+    noise = "x" * 50_000
+    assert extract_keywords(f"retryPolicy {noise} backoff") == ["retryPolicy", "backoff"]
+    assert extract_keywords(f"{'a' * 60} {'b' * 61}") == ["a" * 60]
