@@ -94,9 +94,11 @@ def embedding_schedule_backfill(*, kind: str, team: Team, written_since: datetim
 
 
 def _enqueue(*, kind: str, item_id: int) -> None:
-    from lessons.tasks import embed_item  # the task module imports this one
-
     try:
+        # imported here: the task module imports this one, and importing it resolves TASKS_BACKEND,
+        # which fails for a backend that cannot be imported: after the commit, so it must not escape
+        from lessons.tasks import embed_item
+
         embed_item.enqueue(kind=kind, item_id=item_id)
     except Exception:  # a queue that is down must not undo or fail the save that came before
         logger.exception(
@@ -105,9 +107,9 @@ def _enqueue(*, kind: str, item_id: int) -> None:
 
 
 def _enqueue_backfill(*, kind: str, team_id: int, since: str | None = None) -> None:
-    from lessons.tasks import embed_pending
-
     try:
+        from lessons.tasks import embed_pending
+
         embed_pending.enqueue(kind=kind, team_id=team_id, since=since)
     except Exception:  # as above: the rows stay pending for the next backfill
         logger.exception("could not queue the backfill of team %s %s; they stay pending", team_id, kind)

@@ -155,6 +155,22 @@ def test_queue_down_saves_succeed_and_row_stays_pending(team, django_capture_on_
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_queue_backend_that_cannot_be_imported_does_not_fail_the_committed_save(team, monkeypatch, caplog):
+    """A fresh worker imports the task module at its first save, and that import resolves
+    TASKS_BACKEND: it raised after the commit, inside Django's on_commit error handling, which then
+    failed on the partial's missing __qualname__, so the API answered 500 for a row it had stored."""
+    import sys
+
+    monkeypatch.delitem(sys.modules, "lessons.tasks", raising=False)
+    broken_queue = {"default": {"BACKEND": "lessons.no_such_queue.Backend"}}
+    with override_settings(TASKS=broken_queue), caplog.at_level(logging.ERROR, logger="lessons"):
+        lesson = lesson_create(team=team, title="Saved while the queue cannot be imported")
+    assert Lesson.objects.filter(pk=lesson.pk).exists()
+    assert status_of(lesson) == "missing"
+    assert "could not queue the embedding of lessons" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
 def test_database_queue_holds_the_task_until_the_worker_runs_it(team):
     """Production's path, really committed: the save commits, the task waits in the database
     queue, and `db_worker` embeds the row."""
