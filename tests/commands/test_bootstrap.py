@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import override_settings
 
 pytestmark = pytest.mark.django_db
@@ -50,8 +51,11 @@ def test_a_first_start_stopped_halfway_loads_the_whole_demo_next_time(monkeypatc
         return real_import(team=team, data=data)
 
     monkeypatch.setattr(imports, "_import_memory", stopped_at_the_tenth_memory)
-    with override_settings(DEBUG=False), pytest.raises(Exception, match="interrupted"):
+    with override_settings(DEBUG=False), pytest.raises(CommandError, match="interrupted") as stopped:
         call_command("bootstrap", stdout=StringIO(), stderr=StringIO())
+    # it says what happened: the import's own "the lines before it are imported" was not true here
+    assert "none of it was kept" in str(stopped.value) and "lines before it" not in str(stopped.value)
+    assert stopped.value.returncode == 130
     assert not Team.objects.filter(slug="demo").exists()  # nothing half-loaded is kept
     assert not Lesson.objects.exists() and not Memory.objects.exists()
     monkeypatch.setattr(imports, "_import_memory", real_import)

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from lessons.models import Team
@@ -31,9 +31,18 @@ class Command(BaseCommand):
             # All or nothing: the team exists only once both files are in, so a start interrupted
             # halfway loads the demo again next time (it used to keep half and never finish). The
             # rows are embedded after the commit.
-            with transaction.atomic():
-                call_command("import_lessons", str(DEMO_DIR / "lessons.jsonl"), team=DEMO_TEAM, create_team=True)
-                call_command("import_memories", str(DEMO_DIR / "memories.jsonl"), team=DEMO_TEAM)
+            try:
+                with transaction.atomic():
+                    call_command("import_lessons", str(DEMO_DIR / "lessons.jsonl"), team=DEMO_TEAM, create_team=True)
+                    call_command("import_memories", str(DEMO_DIR / "memories.jsonl"), team=DEMO_TEAM)
+            except CommandError as error:
+                if error.returncode != 130:
+                    raise
+                # the import's own message says the lines before are kept: here nothing is
+                raise CommandError(
+                    "interrupted (Ctrl-C or SIGTERM) while loading the demo data: none of it was kept (the lines "
+                    "counted above were rolled back); the next start loads it again.", returncode=130,
+                ) from error
         if settings.DEBUG:
             self._create_local_admin()
 
