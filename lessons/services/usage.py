@@ -9,7 +9,8 @@
   stands, a repeat is reported as already recorded and counts nothing. Counts move in the same
   transaction as the verdicts, by increments in SQL, so concurrent reports cannot lose one. A
   result merged into another row since the search counts for the row that absorbed it (its merge
-  record says which); one deleted since is reported as gone, and nothing is recorded for it.
+  record says which), each verdict once, also when several reach one row; one deleted since is
+  reported as gone, and nothing is recorded for it.
 - `searches_purge` deletes searches older than the retention (their verdicts with them); the
   counts on the rows stay.
 - `usage_reset` zeroes a team's counts and forgets its searches (the simulation starts clean).
@@ -17,6 +18,7 @@
 
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -47,8 +49,8 @@ def _deadlocked(error: BaseException) -> bool:
 def _attempts() -> Retrying:
     """Tries of a counting transaction: one the database ended in a deadlock (it rolled back,
     nothing of it stays) is run again after a few milliseconds. Locking in id order avoids most;
-    a report reaching a merged row's new holder takes a second batch of locks, which can still
-    meet another's in the opposite order."""
+    a report whose row a merge moved between its lookup and its lock takes a second batch of
+    locks, which can still meet another's in the opposite order."""
     return Retrying(retry=retry_if_exception(_deadlocked), stop=stop_after_attempt(DEADLOCK_ATTEMPTS),
                     wait=wait_random(0.005, 0.05), reraise=True)
 
@@ -189,19 +191,32 @@ def _count_verdicts(*, team: Team, search_id: uuid.UUID, kind: str, verdicts: li
         result.not_helpful = [i for i in not_helpful if inserted.get(i) == FeedbackVerdict.NOT_HELPFUL]
         result.already_recorded = [i for i, _ in verdicts if i not in inserted]
         result.merged = {i: holders[i] for i in [*result.used, *result.not_helpful] if holders[i] != i}
+        # Every verdict recorded counts, also two that reach one row (A and B used, B merged into A
+        # since): A counted once, and ended with less than a merge made after the same report sums.
         if result.used:
+            holder_ids, times = _per_holder(holders, result.used)
             cursor.execute(
-                f"UPDATE {table} SET used_count = used_count + 1, last_used_at = %s"
-                " WHERE team_id = %s AND id = ANY(%s::bigint[])",
-                [now, team.pk, sorted({holders[i] for i in result.used})],
+                f"UPDATE {table} SET used_count = used_count + v.times, last_used_at = %s"
+                " FROM unnest(%s::bigint[], %s::integer[]) AS v(id, times)"
+                f" WHERE {table}.team_id = %s AND {table}.id = v.id",
+                [now, holder_ids, times, team.pk],
             )
         if result.not_helpful:
+            holder_ids, times = _per_holder(holders, result.not_helpful)
             cursor.execute(
-                f"UPDATE {table} SET not_helpful_count = not_helpful_count + 1"
-                " WHERE team_id = %s AND id = ANY(%s::bigint[])",
-                [team.pk, sorted({holders[i] for i in result.not_helpful})],
+                f"UPDATE {table} SET not_helpful_count = not_helpful_count + v.times"
+                " FROM unnest(%s::bigint[], %s::integer[]) AS v(id, times)"
+                f" WHERE {table}.team_id = %s AND {table}.id = v.id",
+                [holder_ids, times, team.pk],
             )
     return result
+
+
+def _per_holder(holders: dict[int, int], ids: list[int]) -> tuple[list[int], list[int]]:
+    """The rows holding `ids`, in id order, and how many of `ids` each holds."""
+    times = Counter(holders[i] for i in ids)
+    ordered = sorted(times)
+    return ordered, [times[holder] for holder in ordered]
 
 
 def _rows_holding(*, team: Team, kind: str, ids: list[int]) -> dict[int, int]:
@@ -210,28 +225,37 @@ def _rows_holding(*, team: Team, kind: str, ids: list[int]) -> dict[int, int]:
     lookup is enough). An id deleted since is left out. The rows are locked, in id order, until the
     caller's transaction ends: a merge or delete waits for the counts. FOR NO KEY UPDATE, the lock
     the counts' UPDATE takes anyway: two reports that both held FOR SHARE and then both wanted to
-    update the rows deadlocked."""
-    table = TABLES[kind]
+    update the rows deadlocked.
 
-    def present(candidates) -> set[int]:
+    The holders are found first, unlocked, and every row is locked in ONE id-ordered statement, as
+    `search_record` locks: the results still present used to be locked first and the merged rows'
+    holders in a second statement, so a report held C and waited for A while a search held A and
+    waited for C (most reports of searches made before a merge ended in a deadlock). A merge that
+    commits between the lookup and the lock moves a row the lock then misses: looked up again."""
+    table = TABLES[kind]
+    model, merged_field, kept_field = MERGES[kind]
+
+    def absorbed_into(candidates: list[int]) -> dict[int, int]:
+        return dict(
+            model.objects.filter(team=team, **{f"{merged_field}__in": candidates}).values_list(merged_field, kept_field)
+        )
+
+    absorbed = absorbed_into(ids)
+    while True:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT id FROM {table} WHERE team_id = %s AND id = ANY(%s::bigint[]) ORDER BY id FOR NO KEY UPDATE",
-                [team.pk, sorted(set(candidates))],
+                [team.pk, sorted({*ids, *absorbed.values()})],
             )
-            return {row[0] for row in cursor.fetchall()}
-
-    found = present(ids)
-    holders = {i: i for i in ids if i in found}
-    missing = [i for i in ids if i not in found]
-    if missing:
-        model, merged_field, kept_field = MERGES[kind]
-        absorbed = dict(
-            model.objects.filter(team=team, **{f"{merged_field}__in": missing}).values_list(merged_field, kept_field)
-        )
-        kept = present(absorbed.values()) if absorbed else set()
-        holders.update({i: absorbed[i] for i in missing if absorbed.get(i) in kept})
-    return holders
+            locked = {row[0] for row in cursor.fetchall()}
+        holders = {i: i if i in locked else absorbed.get(i) for i in ids}
+        # A locked row cannot be merged away until we commit; only an id whose holder was missed can
+        # have moved since the lookup (merged, or its holder merged or deleted).
+        unheld = [i for i in ids if holders[i] not in locked]
+        now_absorbed = absorbed_into(unheld) if unheld else {}
+        if all(now_absorbed.get(i) == absorbed.get(i) for i in unheld):
+            return {i: holder for i, holder in holders.items() if holder in locked}
+        absorbed = {**{i: kept for i, kept in absorbed.items() if i not in unheld}, **now_absorbed}
 
 
 def searches_purge(*, older_than_days: int | None = None, now: datetime | None = None, dry_run: bool = False) -> int:

@@ -276,3 +276,92 @@ def test_a_transaction_ended_by_a_deadlock_is_run_again(team):
     outcomes = _at_once(lock_in_order, threads=2)
     assert sorted(outcomes) == [1, 2]  # one was chosen as the deadlock's victim, and ran again
     assert counts(Lesson, first)[1] == counts(Lesson, second)[1] == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reports_on_searches_made_before_a_merge_do_not_deadlock_with_searches(team):
+    """A < B < C, B merged into A, reports of [B, C] alongside searches of [A, C]: a report locked C
+    (still present), then A (B's holder) in a second statement, while a search held A and wanted C;
+    most reports ended in a deadlock even after the retries, and their verdicts were lost."""
+    a, b, c = (LessonFactory(team=team).pk for _ in range(3))
+    reporters, per_reporter, searchers, rounds = 8, 5, 6, 12
+    search_ids = [[record(team, [a, b, c]) for _ in range(per_reporter)] for _ in range(reporters)]
+    lesson_merge(keep=Lesson.objects.get(pk=a), merged=[Lesson.objects.get(pk=b)])
+
+    def work(i):
+        if i < reporters:
+            return [feedback_record(team=team, search_id=s, used=[b, c]).merged for s in search_ids[i]]
+        return [record(team, [c, a]) for _ in range(rounds)]
+
+    outcomes = _at_once(work, threads=reporters + searchers)
+    assert not [o for o in outcomes if isinstance(o, Exception)], outcomes
+    assert all(None not in ids for ids in outcomes[reporters:]), outcomes
+    reports = reporters * per_reporter
+    assert counts(Lesson, a)[1] == counts(Lesson, c)[1] == reports
+
+
+def test_a_verdict_on_every_row_of_a_merge_counts_the_same_before_or_after_it(team):
+    """Used [A, B], then B merged into A: A used 2 of 2 (summed by the merge). B merged first, then the
+    same report: both verdicts recorded for A, and A counted only one of them (used 1 of 2)."""
+
+    def report_then_merge():
+        kept, merged = LessonFactory(team=team), LessonFactory(team=team)
+        search_id = record(team, [kept.pk, merged.pk])
+        feedback_record(team=team, search_id=search_id, used=[kept.pk, merged.pk])
+        other_id = record(team, [kept.pk, merged.pk])
+        feedback_record(team=team, search_id=other_id, not_helpful=[kept.pk, merged.pk])
+        lesson_merge(keep=kept, merged=[merged])
+        return counts(Lesson, kept.pk)
+
+    def merge_then_report():
+        kept, merged = LessonFactory(team=team), LessonFactory(team=team)
+        search_id = record(team, [kept.pk, merged.pk])
+        other_id = record(team, [kept.pk, merged.pk])
+        lesson_merge(keep=kept, merged=[merged])
+        result = feedback_record(team=team, search_id=search_id, used=[kept.pk, merged.pk])
+        assert (result.used, result.merged) == ([kept.pk, merged.pk], {merged.pk: kept.pk})
+        feedback_record(team=team, search_id=other_id, not_helpful=[kept.pk, merged.pk])
+        return counts(Lesson, kept.pk)
+
+    assert report_then_merge() == merge_then_report() == (4, 2, 2)
+
+
+def test_verdicts_on_several_rows_merged_into_one_memory_count_each(team):
+    kept, merged = MemoryFactory(team=team), MemoryFactory(team=team)
+    search_id = record(team, [kept.pk, merged.pk], kind="memories")
+    memory_merge(keep=kept, merged=merged)
+    feedback_record(team=team, search_id=search_id, used=[merged.pk, kept.pk])
+    assert counts(Memory, kept.pk) == (2, 2, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_merge_committed_while_a_report_waits_for_its_lock_is_followed(team):
+    """The report finds B's holder (A) unlocked, then waits for A's lock while A is merged into D: the
+    lock finds A gone, and the report looks again and counts for D rather than calling B gone."""
+    a, b, d = (LessonFactory(team=team) for _ in range(3))
+    search_id = record(team, [a.pk, b.pk, d.pk])
+    lesson_merge(keep=a, merged=[b])
+    merging = threading.Event()
+
+    def work(i):
+        if i == 1:
+            merging.wait(10)  # the merge holds A: the report's lookup still sees B in A
+            return feedback_record(team=team, search_id=search_id, used=[b.pk])
+        with transaction.atomic():
+            lesson_merge(keep=Lesson.objects.get(pk=d.pk), merged=[Lesson.objects.get(pk=a.pk)])
+            merging.set()
+            with connection.cursor() as cursor:
+                for _ in range(200):  # until the report waits for A's lock (10 s at most)
+                    cursor.execute("SELECT pg_stat_clear_snapshot()")  # else read once per transaction
+                    cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                   " AND datname = current_database()")
+                    if cursor.fetchone()[0]:
+                        break
+                    threading.Event().wait(0.05)
+                else:
+                    raise AssertionError("the report never waited for the merge's lock")
+
+    merged, reported = _at_once(work, threads=2)
+    assert merged is None, merged
+    assert (reported.used, reported.merged, reported.gone) == ([b.pk], {b.pk: d.pk}, []), reported
+    assert counts(Lesson, d.pk)[1] == 1
