@@ -149,7 +149,14 @@ def lesson_merge(
     forget_dismissals(kind=DuplicateKind.LESSON, team_id=kept.team_id, ids=merged_ids)
     Lesson.objects.filter(pk__in=merged_ids).delete()
     # Through the update service: validation, and an embedding scheduled only if the text changed.
-    return lesson_services.lesson_update(lesson=kept, **changes)
+    before = kept.updated_at
+    merged_into = lesson_services.lesson_update(lesson=kept, **changes)
+    if merged_into.updated_at == before:
+        # None of the kept lesson's own fields changed (frequency already at its cap, nothing new in
+        # the others), but the merge happened: as for memories, the tag must tell an agent holding it.
+        merged_into.updated_at = timezone.now()
+        Lesson.objects.filter(pk=merged_into.pk).update(updated_at=merged_into.updated_at)
+    return merged_into
 
 
 @transaction.atomic

@@ -7,7 +7,7 @@ import time
 import pytest
 from django.db import connection
 
-from lessons.models import Lesson, Memory
+from lessons.models import MAX_FREQUENCY, Lesson, Memory
 from lessons.services.memories import memory_create, memory_update
 from tests.api.conftest import JsonClient
 from tests.factories import LessonFactory
@@ -312,3 +312,15 @@ def test_a_merge_that_adds_nothing_new_still_moves_the_kept_memorys_tag(api, tea
     assert merged["ETag"] != tag and api.get(f"/memories/{kept.pk}")["ETag"] == merged["ETag"]
     stale = api.patch(f"/memories/{kept.pk}", {"importance": 9}, **_if_match(tag))
     assert stale.status_code == 412
+
+
+def test_a_merge_that_changes_none_of_the_kept_lessons_fields_still_moves_its_tag(api, team):
+    """Frequency at its cap, the higher confidence and the same tags: 200 with the same ETag, and
+    If-None-Match with the tag from before the merge answered 304."""
+    kept = LessonFactory(team=team, frequency=MAX_FREQUENCY, confidence=0.9, tags=["x"])
+    other = LessonFactory(team=team, frequency=MAX_FREQUENCY, confidence=0.1, tags=["x"])
+    tag = api.get(f"/lessons/{kept.pk}")["ETag"]
+    merged = api.post(f"/lessons/{kept.pk}/merge", {"merge_ids": [other.pk]}, **_if_match(tag))
+    assert merged.status_code == 200, merged.content
+    assert merged["ETag"] != tag and api.get(f"/lessons/{kept.pk}")["ETag"] == merged["ETag"]
+    assert api.get(f"/lessons/{kept.pk}", headers={"If-None-Match": tag}).status_code == 200

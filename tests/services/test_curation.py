@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from lessons.embedding import embedding_text, get_embedding_backend
-from lessons.models import DuplicateDismissal, Lesson, LessonMerge, Memory, MemoryMerge
+from lessons.models import MAX_FREQUENCY, DuplicateDismissal, Lesson, LessonMerge, Memory, MemoryMerge
 from lessons.services.curation import duplicate_dismiss, lesson_merge, memory_merge, memory_restore_version
 from lessons.services.memories import memory_create, memory_update
 from tests.curation_data import BASS, CHECKOUT_TESTS, DOCKER_PIN, DOCKER_PIN_AGAIN, FOREIGN_KEYS, embed, lesson
@@ -323,6 +323,18 @@ def test_a_merge_keeps_the_usage_of_every_lesson_and_memory(team):
     memory_merge(keep=first, merged=Memory.objects.get(pk=second.pk))
     first.refresh_from_db()
     assert (first.returned_count, first.used_count, first.last_used_at) == (4, 3, now)
+
+
+def test_a_merge_that_changes_none_of_the_kept_lessons_fields_still_moves_its_updated_at(team):
+    """Frequency already at its cap, the higher confidence and every tag already the kept lesson's:
+    the merge deleted the other and recorded itself, but updated_at (the ETag) stayed."""
+    kept = lesson(team, DOCKER_PIN, frequency=MAX_FREQUENCY, confidence=0.9, tags=["x"])
+    other = lesson(team, DOCKER_PIN_AGAIN, frequency=MAX_FREQUENCY, confidence=0.1, tags=["x"])
+    before = Lesson.objects.get(pk=kept.pk).updated_at
+    merged = lesson_merge(keep=kept, merged=[other])
+    stored = Lesson.objects.get(pk=kept.pk)
+    assert merged.updated_at == stored.updated_at > before
+    assert (stored.frequency, stored.confidence, stored.tags) == (MAX_FREQUENCY, 0.9, ["x"])
 
 
 def test_the_migration_forgets_marks_that_deletes_left_behind(team):
