@@ -4,8 +4,10 @@ and shows a page with the job's progress, read from the rows."""
 
 import uuid
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
+from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -55,7 +57,10 @@ class EmbeddingAdminMixin:
         if job.error:
             self.message_user(request, f"Re-embedding {len(ids)} row(s) {job.error}", messages.ERROR)
             return None
-        return HttpResponseRedirect(reverse("admin:lessons_embedding_job", args=[remember_job(request, job)]))
+        # the list's filters, search and order ride along (as `_changelist_filters`, Django's way) for the way back
+        url = reverse("admin:lessons_embedding_job", args=[remember_job(request, job)])
+        preserved = self.get_preserved_filters(request)
+        return HttpResponseRedirect(f"{url}?{preserved}" if preserved else url)
 
 
 # --- the job's status page -----------------------------------------------------------------------
@@ -106,9 +111,19 @@ def embedding_job_view(request, token: str):
         # Reload while the queue still has the task; a task that ended with rows left has failed them.
         "refresh": not progress.finished and job.status in (TaskResultStatus.READY, TaskResultStatus.RUNNING),
         "opts": model._meta,
-        "changelist_url": reverse(f"admin:lessons_{model._meta.model_name}_changelist"),
+        # back to the list as it was when the action ran, as the admin's change form leads back
+        "changelist_url": add_preserved_filters(
+            {"preserved_filters": _changelist_filters(request), "opts": model._meta},
+            reverse(f"admin:lessons_{model._meta.model_name}_changelist"),
+        ),
     }
     return TemplateResponse(request, "admin/lessons/embedding_job.html", context)
+
+
+def _changelist_filters(request) -> str:
+    """The list's query string the action was run from, as the admin's preserved filters."""
+    filters = request.GET.get("_changelist_filters")
+    return urlencode({"_changelist_filters": filters}) if filters else ""
 
 
 def _refresh_status(job: EmbeddingJob):

@@ -102,10 +102,7 @@ class LessonAdmin(
         if request.POST.get("confirm") == "yes":
             accepted = lesson_services.lesson_accept_proposals(lesson_ids=[lesson.pk for lesson in proposals])
             log_curation(request, accepted, "Accepted the proposal.")
-            text = f"{len(accepted)} proposal(s) accepted."
-            if len(accepted) < len(proposals):
-                text += f" {len(proposals) - len(accepted)} had changed status meanwhile and were left alone."
-            self.message_user(request, text, messages.SUCCESS)
+            self.message_user(request, _accepted_message(request, selected, accepted), messages.SUCCESS)
             return None
         context = {
             **self.admin_site.each_context(request),
@@ -148,6 +145,20 @@ class LessonAdmin(
             path("duplicates/", view(lambda request: lesson_duplicates_view(self, request)), name="lessons_lesson_duplicates"),
             *super().get_urls(),
         ]
+
+
+def _accepted_message(request, selected: list, accepted: list) -> str:
+    """What the confirmation's "Yes" did. It posts back only the proposals it listed, so each posted
+    id not accepted was decided, merged or deleted since: counted against the rebuilt list, one
+    rejected from another tab meanwhile went unmentioned."""
+    asked = len(set(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)))
+    decided, gone = len(selected) - len(accepted), asked - len(selected)
+    text = f"{len(accepted)} proposal(s) accepted."
+    if decided > 0:
+        text += f" {decided} had changed status meanwhile and {'was' if decided == 1 else 'were'} left alone."
+    if gone > 0:
+        text += f" {gone} no longer {'exists' if gone == 1 else 'exist'} (merged or deleted)."
+    return text
 
 
 def _no_proposal_left(request, selected: list) -> str:

@@ -1,10 +1,11 @@
 """The search playground, `/admin/lessons/search/`: one query under two settings side by side.
 
 Everything is in the query string (`team`, `kind`, `q`, `mode`, `context`, `fusion`,
-`w_semantic` / `w_keyword` / `w_quality`, the filters, and `b_mode`, `b_fusion`, `b_w_*` for the
-setting to compare with), so a curator can share the link. The form validates it (bad values are
-shown next to their field, never a 500); `lessons.selectors.admin_search.playground_compare` runs
-the engine's `search()`, the same call the API makes, with explanations.
+`w_semantic` / `w_keyword` / `w_quality`, the filters (`embedding` as the lists' embedding filter),
+and `b_mode`, `b_fusion`, `b_w_*` for the setting to compare with), so a curator can share the link.
+The form validates it (bad values are shown next to their field, never a 500);
+`lessons.selectors.admin_search.playground_compare` runs the engine's `search()`, the same call the
+API makes, with explanations.
 """
 
 from django import forms
@@ -13,7 +14,7 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 
-from lessons.models import LessonStatus
+from lessons.models import EmbeddingStatus, LessonStatus
 from lessons.search import FUSIONS, KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.types import MAX_CONTEXT_CHARS, MAX_QUERY_CHARS
@@ -76,6 +77,10 @@ class PlaygroundForm(forms.Form):
     tech_stacks = TermsField(label="Tech stacks (filter)", required=False)
     min_importance = forms.IntegerField(label="Min. importance", required=False, min_value=1, max_value=10)
     max_importance = forms.IntegerField(label="Max. importance", required=False, min_value=1, max_value=10)
+    # the lists' embedding filter, so "Why this order?" from a filtered list ranks the same rows
+    embedding = forms.MultipleChoiceField(
+        label="Embeddings", choices=EmbeddingStatus.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
     include_versions = forms.BooleanField(label="Earlier versions too", required=False)
     only_versions = forms.BooleanField(label="Earlier versions only", required=False)
     # Who is asking (scored, not filtered).
@@ -144,6 +149,7 @@ class PlaygroundForm(forms.Form):
             max_importance=data["max_importance"],
             include_versions=data["include_versions"] or data["only_versions"],
             only_versions=data["only_versions"],
+            embedding_states=tuple(data["embedding"]),
         )
         return SearchRequest(
             team=self.teams[data["team"]],

@@ -135,6 +135,8 @@ def playground_parameters(found) -> dict:
     for name in ("min_importance", "max_importance"):
         if getattr(filters, name) is not None:
             params[name] = getattr(filters, name)
+    if filters.embedding_states:  # the list's embedding filter ("stale" rows only)
+        params["embedding"] = list(filters.embedding_states)
     if filters.only_versions:
         params["only_versions"] = "on"
     elif filters.include_versions:
