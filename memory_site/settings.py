@@ -101,6 +101,9 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
+# Messages wait in the session, not in a cookie of their own: the admin's message after creating
+# an API key holds the raw key, and the messages cookie is signed, not encrypted.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 # Never redirected to HTTPS: a load balancer's readiness probe reaches the backend over plain HTTP,
 # usually without X-Forwarded-Proto, and a 301 there reads as "unhealthy". The answer holds counts.
 SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]

@@ -4,8 +4,9 @@ Staff signed in to the admin call the API with their session and must name a tea
 lessons.api.auth). The stock Swagger page had nowhere to type it and the contract did not say so:
 every call from the docs answered 400. Here
 
-- the docs page has a team picker for staff (every team, evaluation teams last); the page's script
-  sends the chosen slug as `X-Team` with each request it makes;
+- the docs page has a team picker for staff (every team, evaluation teams last; none for an account
+  with no permission on lessons or memories, which the API refuses); the page's script sends the
+  chosen slug as `X-Team` with each request it makes;
 - the OpenAPI document declares `X-Team` as a security scheme that goes with the session cookie,
   and the 400 that asks for it on every operation behind a key;
 - the search body has an example that answers 200 (Swagger's own, built from the schema, sent
@@ -21,6 +22,7 @@ from ninja import NinjaAPI
 from ninja.openapi.docs import Swagger, _csrf_needed
 
 from lessons.api.auth import TEAM_HEADER, TEAM_QUERY_PARAMETER
+from lessons.api.permissions import MODELS
 from lessons.selectors.admin_search import admin_teams, evaluation_team_q
 
 STAFF_TEAM_SCHEME = "StaffTeam"
@@ -42,6 +44,14 @@ SEARCH_EXAMPLE = {
 }
 
 
+def _may_use_the_api(user) -> bool:
+    """Whether any route answers this staff account: each needs a permission on lessons or
+    memories (lessons.api.permissions); without one, the team picker would only list every
+    team's slug to an account the API refuses."""
+    return any(user.has_perm(f"{model._meta.app_label}.{action}_{model._meta.model_name}")
+               for model in MODELS.values() for action in ("view", "add", "change", "delete"))
+
+
 class StaffSwagger(Swagger):
     """Django-ninja's Swagger page (local static files, no CDN) plus the team picker for staff."""
 
@@ -51,7 +61,7 @@ class StaffSwagger(Swagger):
         self.settings["url"] = self.get_openapi_url(api, kwargs)
         user = getattr(request, "user", None)
         teams = []
-        if user is not None and user.is_active and user.is_staff:
+        if user is not None and user.is_active and user.is_staff and _may_use_the_api(user):
             curated = [team.slug for team in admin_teams(include_evaluation=False)]
             evaluation = [team.slug for team in admin_teams(include_evaluation=True).filter(evaluation_team_q(prefix=""))]
             teams = curated + evaluation

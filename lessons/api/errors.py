@@ -128,7 +128,9 @@ def malformed_json(error: Exception) -> dict:
 
 
 def database_unavailable(error: Exception) -> dict:
-    return error_body(f"the database is unavailable: {first_line(error)}")
+    """An outage's answer, to any caller (also one without a key): the driver's words name the
+    database's host, port and user, so they go to the log (the handlers write it), as /health does."""
+    return error_body("the database is unavailable; try again later (the server's log says why)")
 
 
 def unstorable_value(error: Exception, *, where: str = "body") -> dict:

@@ -1,8 +1,12 @@
 """Finding a team by its slug, and what a team holds (what `delete_team` shows before it deletes)."""
 
+import re
 from dataclasses import asdict, dataclass
 
 from lessons.models import ApiKey, Lesson, Memory, SearchRecord, Team
+
+
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class TeamError(ValueError):
@@ -15,6 +19,8 @@ def team_named(*, slug: str, option: str = "--team", hint: str = "") -> Team:
     clean = (slug or "").strip()
     if not clean:
         raise TeamError(f"{option}: name a team by its slug (it is blank)")
+    if _CONTROL_CHARACTER.search(clean):  # no slug has one, and PostgreSQL refuses a NUL in a query
+        raise TeamError(f"{option}: no team's slug has a control character ({clean!r})")
     team = Team.objects.filter(slug=clean).first()
     if team is not None:
         return team

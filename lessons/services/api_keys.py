@@ -43,19 +43,25 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
     return api_key
 
 
+def api_key_matches(*, api_key: ApiKey, raw_key: str) -> bool:
+    """Whether `raw_key` is this key: its digest, compared in constant time (how long the check
+    takes says nothing about how much of a guessed key was right)."""
+    return hmac.compare_digest(api_key.key_hash, api_key_digest(raw_key))
+
+
 def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
     """The active key matching `raw_key` (with its team), or None; records when it was used."""
-    if not raw_key or not raw_key.startswith(KEY_PREFIX) or len(raw_key) > 200:
+    # No key has a control character; a NUL would reach the prefix lookup, which PostgreSQL
+    # refuses (a 422 blaming the query string), and a wrong key is the 401 whatever it holds.
+    if not raw_key or not raw_key.startswith(KEY_PREFIX) or len(raw_key) > 200 or not raw_key.isprintable():
         return None
-    digest = api_key_digest(raw_key)
-    # Looked up by its prefix (an index, not a secret), then the digests compared in constant
-    # time: how long the check takes says nothing about how much of a guessed key was right.
+    # Looked up by its prefix (an index, not a secret), then the digests compared in constant time.
     # No order: every candidate is compared. The model's default order (team, name) made the planner
     # weigh an index that sorts against the prefix index, and on some statistics it took the former.
     candidates = ApiKey.objects.select_related("team").filter(
         prefix=raw_key[:PREFIX_LENGTH], revoked_at__isnull=True
     ).order_by()
-    api_key = next((key for key in candidates if hmac.compare_digest(key.key_hash, digest)), None)
+    api_key = next((key for key in candidates if api_key_matches(api_key=key, raw_key=raw_key)), None)
     if api_key is None:
         return None
     now = timezone.now()

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from lessons.models import ApiKey
-from lessons.services.api_keys import api_key_authenticate, api_key_create
+from lessons.services.api_keys import api_key_authenticate, api_key_create, api_key_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -53,6 +53,31 @@ def test_a_prefix_two_teams_share_needs_the_team(team, other_team):
     run("revoke_api_key", first.prefix, "--team", team.slug)
     assert api_key_authenticate(raw_key=first_raw) is None
     assert ApiKey.objects.get(pk=second.pk).revoked_at is None
+
+
+@pytest.mark.parametrize("tail", ["x", "_", " msk_00000000_whatever"])
+def test_a_whole_key_that_is_not_the_key_revokes_nothing(team, tail):
+    """The command kept the first 12 characters of what it was given: the key with a character
+    too many, or any string starting with a key's prefix, revoked that key."""
+    key, raw = api_key_create(team=team, name="in use")
+    with pytest.raises(CommandError, match=r"PREFIX: the key given \(msk_\w{8}\.\.\.\) is not an active key of this "
+                                           r"store; nothing was revoked") as refused:
+        run("revoke_api_key", raw + tail)
+    assert raw not in str(refused.value)  # a secret is not echoed to the terminal
+    assert ApiKey.objects.get(pk=key.pk).revoked_at is None
+    assert api_key_authenticate(raw_key=raw) == key
+
+
+def test_a_whole_key_picks_its_own_key_among_keys_sharing_its_prefix(team, other_team):
+    first, first_raw = api_key_create(team=team, name="one")
+    second, _ = api_key_create(team=other_team, name="two")
+    second_raw = first.prefix + first_raw[len(first.prefix):][::-1]  # 8 random hex: it can happen
+    ApiKey.objects.filter(pk=second.pk).update(prefix=first.prefix, key_hash=api_key_digest(second_raw))
+    out = run("revoke_api_key", second_raw)  # no --team needed: the key says which
+    assert f"of team {other_team.slug}" in out
+    assert api_key_authenticate(raw_key=second_raw) is None and api_key_authenticate(raw_key=first_raw) == first
+    with pytest.raises(CommandError, match="not an active key of this store"):
+        run("revoke_api_key", second_raw)  # revoked already
 
 
 @pytest.mark.parametrize("args, message", [
