@@ -29,7 +29,9 @@ _IO_FAILURES = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EROFS, errno.EFBIG,
 def operator_message(error: BaseException, *, database_url_set: bool, command: str = "") -> str | None:
     """One line for an operator, or None when the error is not the operator's to fix."""
     if isinstance(error, ImproperlyConfigured):
-        return f"a setting is wrong: {first_line(error)} (see the README's Settings, or .env)"
+        # django-tasks says "Could not find backend 'x'" without the variable that named it
+        variable = "TASKS_BACKEND: " if type(error).__name__ == "InvalidTaskBackendError" else ""
+        return f"a setting is wrong: {variable}{first_line(error)} (see the README's Settings, or .env)"
     if isinstance(error, OSError) and error.errno in _IO_FAILURES:
         where = f" ({error.filename})" if error.filename else ""
         message = f"input or output failed: {error.strerror}{where}."

@@ -22,12 +22,23 @@ def main() -> int:
 
     try:
         settings.INSTALLED_APPS  # noqa: B018 - reading one setting loads them all
+        _task_backend_resolves()
     except ImproperlyConfigured as error:
         from memory_site.command_errors import operator_message
 
         print(f"memory-store: {operator_message(error, database_url_set=True)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _task_backend_resolves() -> None:
+    """TASKS_BACKEND is only imported at a worker's first save, after its commit: a backend that
+    cannot be imported passed this check, and every write then answered 500 for a row it had stored."""
+    import django
+    from django_tasks import task_backends
+
+    django.setup()
+    task_backends["default"]  # noqa: B018 - raises InvalidTaskBackendError (ImproperlyConfigured)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,8 @@ def run(command: list[str], env: dict) -> subprocess.CompletedProcess:
         ({"DJANGO_SECRET_KEY": "abc"}, "DJANGO_SECRET_KEY: has 3 characters when DJANGO_DEBUG is off (at least 50"),
         ({"DJANGO_ALLOWED_HOSTS": ""}, "DJANGO_ALLOWED_HOSTS must name the host names this server answers to"),
         ({"SEARCH_BM25_K1": "1x2"}, "SEARCH_BM25_K1: '1x2' is not a finite number"),
+        # resolved only at a worker's first save, after its commit: every write answered 500
+        ({"TASKS_BACKEND": "nope.Backend"}, "TASKS_BACKEND: Could not find backend 'nope.Backend'"),
     ],
 )
 def test_a_bad_setting_stops_the_server_and_every_command_with_one_line(overrides, said):
