@@ -150,13 +150,9 @@ def lesson_merge(
     Lesson.objects.filter(pk__in=merged_ids).delete()
     # Through the update service: validation, and an embedding scheduled only if the text changed.
     before = kept.updated_at
-    merged_into = lesson_services.lesson_update(lesson=kept, **changes)
-    if merged_into.updated_at == before:
-        # None of the kept lesson's own fields changed (frequency already at its cap, nothing new in
-        # the others), but the merge happened: as for memories, the tag must tell an agent holding it.
-        merged_into.updated_at = timezone.now()
-        Lesson.objects.filter(pk=merged_into.pk).update(updated_at=merged_into.updated_at)
-    return merged_into
+    # None of the kept lesson's own fields may change (frequency already at its cap, nothing new in
+    # the others), but the merge happened
+    return _moved_since(lesson_services.lesson_update(lesson=kept, **changes), before=before)
 
 
 @transaction.atomic
@@ -204,13 +200,17 @@ def memory_merge(
     forget_dismissals(kind=DuplicateKind.MEMORY, team_id=kept.team_id, ids=[other.pk])
     memory_services.memory_delete(memory=other)
     before = kept.updated_at
-    merged_into = memory_services.memory_update(memory=kept, **changes)
+    # the other may hold nothing new, but the merge happened
+    return _moved_since(memory_services.memory_update(memory=kept, **changes), before=before)
+
+
+def _moved_since(merged_into, *, before):
+    """The row that absorbed others, its `updated_at` (and so its ETag) moved also when none of its
+    own fields changed: a row that absorbed another is another version of the store's state, and an
+    agent holding its tag could not tell (If-None-Match answered 304 after the merge)."""
     if merged_into.updated_at == before:
-        # Nothing of the kept memory's own fields changed (the other held nothing new), but the merge
-        # happened: a memory that absorbed another is another version of the store's state, and an
-        # agent holding its ETag could not tell (the tag and updated_at stayed as they were).
         merged_into.updated_at = timezone.now()
-        Memory.objects.filter(pk=merged_into.pk).update(updated_at=merged_into.updated_at)
+        type(merged_into).objects.filter(pk=merged_into.pk).update(updated_at=merged_into.updated_at)
     return merged_into
 
 
