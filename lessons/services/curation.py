@@ -23,6 +23,7 @@ earlier texts (records it carried itself move to the kept memory).
 """
 
 from collections.abc import Collection
+from contextlib import contextmanager
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
@@ -152,7 +153,8 @@ def lesson_merge(
     before = kept.updated_at
     # None of the kept lesson's own fields may change (frequency already at its cap, nothing new in
     # the others), but the merge happened
-    return _moved_since(lesson_services.lesson_update(lesson=kept, **changes), before=before)
+    with _as_the_merges_result(noun="lessons", fields=Lesson.term_fields):
+        return _moved_since(lesson_services.lesson_update(lesson=kept, **changes), before=before)
 
 
 @transaction.atomic
@@ -201,7 +203,24 @@ def memory_merge(
     memory_services.memory_delete(memory=other)
     before = kept.updated_at
     # the other may hold nothing new, but the merge happened
-    return _moved_since(memory_services.memory_update(memory=kept, **changes), before=before)
+    with _as_the_merges_result(noun="memories", fields=Memory.term_fields):
+        return _moved_since(memory_services.memory_update(memory=kept, **changes), before=before)
+
+
+@contextmanager
+def _as_the_merges_result(*, noun: str, fields: Collection[str]):
+    """A term list the merge's union makes too long is refused by its field's name, a field the
+    request never sent ("tags: at most 50 entries; got 60"): said as what the merge would make."""
+    try:
+        yield
+    except ValidationError as error:
+        if not hasattr(error, "error_dict") or not set(error.error_dict) & set(fields):
+            raise
+        raise ValidationError({
+            name: [f"the merged {noun} together: {message}; remove some from them before merging"
+                   if name in fields and "at most" in message else message for message in messages]
+            for name, messages in error.message_dict.items()
+        }) from error
 
 
 def _moved_since(merged_into, *, before):

@@ -352,3 +352,23 @@ def test_the_migration_forgets_marks_that_deletes_left_behind(team):
         cursor.execute(forget)
     assert list(DuplicateDismissal.objects.values_list("kind", "low_id", "high_id")) == [
         ("lesson", *sorted((kept.pk, other.pk)))]
+
+
+def test_a_merge_whose_union_is_too_long_says_so_and_changes_nothing(team):
+    """It was refused as "tags: at most 50 entries; got 60", a field the merge request never sent."""
+    kept = lesson(team, DOCKER_PIN, tags=[f"kept-{i}" for i in range(30)])
+    other = lesson(team, DOCKER_PIN_AGAIN, tags=[f"other-{i}" for i in range(30)])
+    with pytest.raises(ValidationError) as error:
+        lesson_merge(keep=kept, merged=[other])
+    assert error.value.message_dict["tags"] == [
+        "the merged lessons together: at most 50 entries; got 60; remove some from them before merging"]
+    assert Lesson.objects.filter(pk=other.pk).exists() and not LessonMerge.objects.exists()
+    kept.refresh_from_db()
+    assert len(kept.tags) == 30
+
+    first = memory_create(team=team, content="Lunch with the whole team", people=[f"Kept {i}" for i in range(40)])
+    second = memory_create(team=team, content="Lunch with the team", people=[f"Other {i}" for i in range(40)])
+    with pytest.raises(ValidationError) as error:
+        memory_merge(keep=first, merged=second)
+    assert error.value.message_dict["people"][0].startswith("the merged memories together: at most 50 entries; got 80")
+    assert Memory.objects.filter(pk=second.pk).exists() and not MemoryMerge.objects.exists()
