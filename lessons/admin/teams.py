@@ -7,17 +7,13 @@ from django.utils.html import format_html
 from lessons.admin.common import CheckedChangeList, CheckedSelectionModelAdmin
 from lessons.models import Team
 from lessons.selectors.admin_search import evaluation_team_q
-from lessons.selectors.teams import team_contents
+from lessons.selectors.teams import CONTENT_NAMES, team_contents
 from lessons.services import teams as team_services
 
-# The delete confirmation's summary, in TeamContents' order (what team_delete removes and counts).
-DELETED_LABELS = {
-    "lessons": "lessons",
-    "memories": "memories",
-    "memory_versions": "earlier memory versions",
-    "api_keys": "API keys",
-    "searches": "recorded searches",
-}
+# The delete confirmation's summary, in TeamContents' order (what team_delete removes and counts);
+# beside "Memories" the page says which versions go with them.
+DELETED_LABELS = {**{name: several for name, (_, several) in CONTENT_NAMES.items()},
+                  "memory_versions": "earlier memory versions"}
 
 
 class EvaluationTeamFilter(admin.SimpleListFilter):

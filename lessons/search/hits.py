@@ -31,10 +31,13 @@ def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str], q
     says_the_word)."""
     fields = {name: row[name] for name in kind.fields if name in row}  # the long texts come later
     found = [leg for flag, leg in _LEG_OF_FLAG.items() if row.get(flag)]
-    exact = bool(exact_terms) and set(exact_terms) <= kind.exact_terms_of(fields)
+    cut_terms = {term for term in query_terms if _PARSER_DROPS.search(term)}
+    carried = kind.exact_terms_of(fields) if exact_terms or cut_terms else set()
+    exact = bool(exact_terms) and set(exact_terms) <= carried
     coverage, word_share = _float_or_none(row.get("coverage_p")), _float_or_none(row.get("word_share_p"))
-    if cut := _cut_words_missing(kind=kind, fields=fields, query_terms=query_terms):
-        # the text's `c` is no match of "c#": the label reads those words as not matched
+    # what a row's text matched of a word the parser cuts ("c#", "c++") and the row does not carry
+    # exactly was the letter alone
+    if cut := len(cut_terms - carried):  # the label reads those words as not matched
         kept = 1.0 - cut / len(query_terms)
         coverage, word_share = (None if share is None else share * kept for share in (coverage, word_share))
     return scoring.Candidate(
@@ -55,13 +58,6 @@ def candidate_from_row(*, kind: SearchKind, row: dict, exact_terms: list[str], q
         and (exact or not _PARSER_DROPS.search(exact_terms[0])),
         names_subject=kind.names_subject(fields, query_terms),
     )
-
-
-def _cut_words_missing(*, kind: SearchKind, fields: dict, query_terms: list[str]) -> int:
-    """How many of the query's words the text parser cuts to a letter ("c#", "c++") the row does not
-    carry exactly: what its text matched of them was the letter alone."""
-    cut = [term for term in query_terms if _PARSER_DROPS.search(term)]
-    return len(set(cut) - kind.exact_terms_of(fields)) if cut else 0
 
 
 def says_the_word(row: dict, lookup_lexemes: frozenset[str]) -> bool:

@@ -23,8 +23,7 @@ def query_term_forms(query: str, stop_words: frozenset[str]) -> dict[str, list[s
     """The query's content terms, canonical, in order, without stop words or duplicates, each with
     the spellings to look for in stored arrays ('next.js' -> 'nextjs': ['next.js', 'nextjs'])."""
     forms: dict[str, set[str]] = {}
-    for raw in _SPLIT.split(query.lower()):
-        raw = raw.strip(".,;:!?'\"()[]{}")
+    for raw in _query_words(query):
         term = canonical(raw)
         if term and raw not in stop_words:
             forms.setdefault(term, {term}).add(raw)
@@ -35,9 +34,13 @@ def unlisted_words(query: str, stop_words: frozenset[str]) -> int:
     """How many of the query's words have letters but no canonical term (a word in another script:
     `canonical` keeps a-z, digits, + and #). They are words all the same: "database безопасности"
     is two words, not the one-word lookup of `database` its terms alone would make it."""
-    words = (raw.strip(".,;:!?'\"()[]{}") for raw in _SPLIT.split(query.lower()))
-    return sum(1 for word in words if word not in stop_words and not canonical(word)
+    return sum(1 for word in _query_words(query) if word not in stop_words and not canonical(word)
                and any(ch.isalnum() for ch in word))
+
+
+def _query_words(query: str):
+    """The query's words, lowercased, without the punctuation around them."""
+    return (raw.strip(".,;:!?'\"()[]{}") for raw in _SPLIT.split(query.lower()))
 
 
 def query_terms(query: str, stop_words: frozenset[str]) -> list[str]:

@@ -41,10 +41,10 @@ class TeamContents:
         return asdict(self)
 
     def summary(self) -> str:
-        return ", ".join(f"{count:,} {_NAMES[name][count != 1]}" for name, count in self.as_dict().items())
+        return ", ".join(f"{count:,} {CONTENT_NAMES[name][count != 1]}" for name, count in self.as_dict().items())
 
 
-_NAMES = {  # (one, several)
+CONTENT_NAMES = {  # (one, several): how summaries and the admin's delete page name each count
     "lessons": ("lesson", "lessons"),
     "memories": ("memory", "memories"),
     "memory_versions": ("memory version", "memory versions"),
