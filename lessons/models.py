@@ -124,6 +124,19 @@ class WithoutTagStarts(Func):
     output_field = models.TextField()
 
 
+class Unaccented(Func):
+    """`lessons_unaccent(text)`: PostgreSQL's unaccent() as an IMMUTABLE function (migration 0028),
+    so a generated column may use it.
+
+    The keyword index reads every text folded ("Café" as `cafe`, "Søren" as `soren`, "straße"
+    as `strasse`), and so does the query (lessons/search/keyword.py): "cafe" found no row saying
+    "Café", and "Zoe" none saying "Zoë", although the person search already folds both sides.
+    """
+
+    function = "lessons_unaccent"
+    output_field = models.TextField()
+
+
 def short_terms_field(**kwargs):
     return ArrayField(
         models.CharField(max_length=SHORT_TERM_LENGTH, validators=[short_term_validator]),
@@ -283,17 +296,17 @@ class Lesson(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
     imported_digest = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     # Title and exact terms weigh most; tags, tech stacks and category are indexed unstemmed
-    # ('simple') so that `nextjs` or `rls` match exactly.
+    # ('simple') so that `nextjs` or `rls` match exactly. Every text is read without its accents.
     search_vector = models.GeneratedField(
         expression=(
-            SearchVector(WithoutTagStarts("title"), weight="A", config="english")
-            + SearchVector(ArrayAsText("tags"), weight="A", config="simple")
-            + SearchVector(ArrayAsText("tech_stacks"), weight="A", config="simple")
-            + SearchVector("category", weight="A", config="simple")
-            + SearchVector(WithoutTagStarts("description"), weight="B", config="english")
-            + SearchVector(WithoutTagStarts("recommendation"), weight="B", config="english")
-            + SearchVector(WithoutTagStarts("context"), weight="C", config="english")
-            + SearchVector(ArrayAsText("project_types"), weight="C", config="simple")
+            SearchVector(Unaccented(WithoutTagStarts("title")), weight="A", config="english")
+            + SearchVector(Unaccented(ArrayAsText("tags")), weight="A", config="simple")
+            + SearchVector(Unaccented(ArrayAsText("tech_stacks")), weight="A", config="simple")
+            + SearchVector(Unaccented("category"), weight="A", config="simple")
+            + SearchVector(Unaccented(WithoutTagStarts("description")), weight="B", config="english")
+            + SearchVector(Unaccented(WithoutTagStarts("recommendation")), weight="B", config="english")
+            + SearchVector(Unaccented(WithoutTagStarts("context")), weight="C", config="english")
+            + SearchVector(Unaccented(ArrayAsText("project_types")), weight="C", config="simple")
         ),
         output_field=SearchVectorField(),
         db_persist=True,
@@ -372,11 +385,11 @@ class Memory(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
 
     search_vector = models.GeneratedField(
         expression=(
-            SearchVector(WithoutTagStarts("content"), weight="A", config="english")
-            + SearchVector(WithoutTagStarts(ArrayAsText("people")), weight="A", config="simple")
-            + SearchVector(ArrayAsText("categories"), weight="A", config="simple")
-            + SearchVector(ArrayAsText("emotions"), weight="A", config="simple")
-            + SearchVector(WithoutTagStarts("details"), weight="B", config="english")
+            SearchVector(Unaccented(WithoutTagStarts("content")), weight="A", config="english")
+            + SearchVector(Unaccented(WithoutTagStarts(ArrayAsText("people"))), weight="A", config="simple")
+            + SearchVector(Unaccented(ArrayAsText("categories")), weight="A", config="simple")
+            + SearchVector(Unaccented(ArrayAsText("emotions")), weight="A", config="simple")
+            + SearchVector(Unaccented(WithoutTagStarts("details")), weight="B", config="english")
         ),
         output_field=SearchVectorField(),
         db_persist=True,

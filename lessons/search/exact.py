@@ -49,10 +49,10 @@ def exact_leg_sql(*, kind: SearchKind, terms: list[str], forms: dict[str, list[s
         variants = _spellings(term, forms)
         conditions.append("(" + " OR ".join(alternatives) + ")")
         params.extend([variants] * len(alternatives))
-        term_queries.append("(" + " || ".join(["plainto_tsquery('simple', %s)"] * len(variants)) + ")")
+        term_queries.append("(" + " || ".join(["plainto_tsquery('simple', lessons_unaccent(%s))"] * len(variants)) + ")")
         query_params.extend(variants)
     # A superset first, on the search vector's GIN index: exact terms are indexed there in their
-    # 'simple' form, so every row carrying the terms matches. Intersecting posting lists in the index
+    # 'simple' form, unaccented, so every row carrying the terms matches. Intersecting posting lists in the index
     # is what makes "database security" cheap when 30,000 rows carry one term and none both (the
     # array conditions alone read every carrier of the first term).
     if len(terms) > 1:  # one term: its own array indexes are as selective

@@ -7,6 +7,7 @@ quality is computed, and whether same-title rows collapse.
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,13 +24,18 @@ FREQUENCY_SATURATION = 10
 RECENCY_HALF_LIFE_DAYS = 180
 
 _NOT_TERM = re.compile(r"[^a-z0-9+#]")
+# Letters Unicode does not decompose into a base letter and a mark, folded as PostgreSQL's
+# unaccent() folds them (the keyword index reads every text so, lessons.models.Unaccented).
+_UNDECOMPOSED = str.maketrans({"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "đ": "d", "ð": "d", "þ": "th",
+                               "ł": "l", "ı": "i", "ħ": "h", "ŧ": "t"})
 _PARTS = re.compile(r"[-_\s/]+")
 
 
 @lru_cache(maxsize=65_536)  # the same tags and title words come back in every search
 def canonical(term: str) -> str:
-    """'Next.js' -> 'nextjs', 'RLS' -> 'rls', 'C++' -> 'c++': how exact terms are compared."""
-    return _NOT_TERM.sub("", term.lower())
+    """'Next.js' -> 'nextjs', 'RLS' -> 'rls', 'C++' -> 'c++', 'Café' -> 'cafe': how exact terms are
+    compared. Accents are folded (before, 'Café' was 'caf' and matched no row saying 'cafe')."""
+    return _NOT_TERM.sub("", unicodedata.normalize("NFKD", term.lower().translate(_UNDECOMPOSED)))
 
 
 def _clip(value: float) -> float:

@@ -1,0 +1,97 @@
+"""The keyword index and the query read every text without its accents (migration 0028): "cafe"
+finds "Café", "Zoe" finds Zoë, "strasse" finds "Straße", and the other way round."""
+
+import importlib
+
+import pytest
+from django.apps import apps as current_apps
+from django.db import connection
+
+from lessons.search import SearchRequest, search
+from lessons.search.kinds import canonical
+from lessons.services.lessons import lesson_create, lesson_update
+from lessons.services.memories import memory_create
+from tests.search.test_keyword import bare_lesson, postings, stats
+from tests.search.test_keyword import search as keyword_search
+
+pytestmark = pytest.mark.django_db
+
+
+def found(team, query, *, kind="lessons", mode="text"):
+    response = search(request=SearchRequest(team=team, query=query, kind=kind, mode=mode, limit=5))
+    return [hit.id for hit in response.results]
+
+
+def test_rows_are_indexed_without_their_accents(team):
+    lesson = bare_lesson(team, "Café crème au lait", "Straße naïve résumé")
+    assert {"cafe", "creme", "lait", "strass", "naiv", "resum"} <= set(postings(lesson.id))
+    assert not [lexeme for lexeme in postings(lesson.id) if not lexeme.isascii()]
+    memory = memory_create(team=team, content="Lunch with Zoë and Søren at the Café", people=["Zoë", "Søren"])
+    assert {"zoe", "soren", "cafe", "lunch"} <= set(postings(memory.id, kind="m"))
+
+
+def test_a_query_with_or_without_accents_finds_the_row_either_way(team):
+    accented = bare_lesson(team, "Café opening hours", "the crème brûlée sells out")
+    plain = bare_lesson(team, "Cafe queue length", "creme caramel")
+    bare_lesson(team, "Unrelated pool size")
+    for query in ("cafe", "café", "CAFÉ"):
+        assert {c.id for c in keyword_search(team, query)} == {accented.id, plain.id}, query
+    for query in ("creme", "crème"):
+        assert {c.id for c in keyword_search(team, query)} == {accented.id, plain.id}, query
+    assert [c.id for c in keyword_search(team, "brulee")] == [accented.id]
+
+
+def test_searches_through_the_engine_fold_both_sides(team):
+    lesson = lesson_create(team=team, title="Résumé parsing drops the accents",
+                           description="Uploads named with é or ü lost their letters", category="parsing")
+    lesson_create(team=team, title="Connection pool size", description="Too many clients", category="db")
+    assert found(team, "resume parsing")[0] == lesson.id
+    memory = memory_create(team=team, content="Went hiking with Zoë in the Alps", people=["Zoë"])
+    memory_create(team=team, content="Dinner with Priya", people=["Priya"])
+    assert found(team, "Zoe", kind="memories") == [memory.id]
+    assert found(team, "zoe hiking", kind="memories", mode="hybrid")[0] == memory.id
+
+
+def test_a_query_word_with_an_accent_is_the_exact_term_without_it(team):
+    # tags are ASCII; "café" was the term `caf` and matched no tag `cafe`
+    tagged = lesson_create(team=team, title="Menu translations", description="Keep the menu in two languages",
+                           tags=["cafe", "i18n"], category="content")
+    lesson_create(team=team, title="Cache headers", description="Max age for menus", tags=["http"], category="web")
+    for query in ("cafe i18n", "café i18n"):
+        response = search(request=SearchRequest(team=team, query=query, mode="text", limit=5, explain=True))
+        assert response.results[0].id == tagged.id, query
+        assert response.results[0].explanation["exact_term"] is True, query
+
+
+def test_canonical_terms_fold_accents_as_the_index_does():
+    assert [canonical(word) for word in ("Café", "Søren", "Straße", "Æsa", "İstanbul", "Next.js", "C++")] == [
+        "cafe", "soren", "strasse", "aesa", "istanbul", "nextjs", "c++"]
+    assert canonical("безопасности") == ""  # another script stays a word without a term (scoring.unlisted_words)
+
+
+def test_the_fold_does_not_depend_on_the_search_path(team):
+    # a restore (pg_dump) runs with an empty search_path: the generated column must still compute
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL search_path = ''")
+        cursor.execute("SELECT public.lessons_unaccent('Zoë Søren Café')")
+        assert cursor.fetchone() == ("Zoe Soren Cafe",)
+        cursor.execute("RESET search_path")
+
+
+def test_the_migration_rewrites_the_vectors_and_postings_of_rows_with_accents(team):
+    migration = importlib.import_module("lessons.migrations.0028_search_vectors_unaccented")
+    accented = bare_lesson(team, "Café opening hours")
+    plain = bare_lesson(team, "Pool size")
+    remembered = memory_create(team=team, content="Dinner with Zoë", people=["Zoë"])
+    # the vectors and postings of before the migration, as the triggers kept them
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    before = {row: postings(row) for row in (accented.id, plain.id)}, postings(remembered.id, kind="m"), stats(team)
+    with connection.schema_editor(atomic=False) as editor:  # inside the test's transaction
+        migration.rebuild_search_vectors(current_apps, editor)
+    after = {row: postings(row) for row in (accented.id, plain.id)}, postings(remembered.id, kind="m"), stats(team)
+    assert after == before
+    assert "cafe" in after[0][accented.id]
+    lesson_update(lesson=accented, title="Café closing hours")  # the triggers were created again
+    assert "close" in postings(accented.id) and "open" not in postings(accented.id)
+    assert [c.id for c in keyword_search(team, "closing cafe")] == [accented.id]
