@@ -124,16 +124,21 @@ class WithoutTagStarts(Func):
     output_field = models.TextField()
 
 
-class Unaccented(Func):
-    """`lessons_unaccent(text)`: PostgreSQL's unaccent() as an IMMUTABLE function (migration 0028),
-    so a generated column may use it.
+class KeywordText(Func):
+    """`lessons_keyword_text(text)`: a text as the keyword index reads it (migration 0028), IMMUTABLE
+    so that a generated column may use it:
 
-    The keyword index reads every text folded ("Café" as `cafe`, "Søren" as `soren`, "straße"
-    as `strasse`), and so does the query (lessons/search/keyword.py): "cafe" found no row saying
-    "Café", and "Zoe" none saying "Zoë", although the person search already folds both sides.
+    - without its accents, as PostgreSQL's unaccent() folds them ("Café" is `cafe`, "Søren"
+      `soren`, "straße" `strasse`); the query is folded the same way (lessons/search/keyword.py).
+      "cafe" found no row saying "Café", and "Zoe" none saying "Zoë", although the person search
+      already folded both sides.
+    - each Han, Hiragana and Katakana character a word of its own: those scripts are written
+      without spaces, and the text parser took a whole run ("我喜欢咖啡") for one word, so a
+      query for "咖啡" matched nothing. As characters, BM25 ranks the rows that carry more of the
+      query's characters, rarer ones weighing more (the model, English-only, cannot help there).
     """
 
-    function = "lessons_unaccent"
+    function = "lessons_keyword_text"
     output_field = models.TextField()
 
 
@@ -299,14 +304,14 @@ class Lesson(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
     # ('simple') so that `nextjs` or `rls` match exactly. Every text is read without its accents.
     search_vector = models.GeneratedField(
         expression=(
-            SearchVector(Unaccented(WithoutTagStarts("title")), weight="A", config="english")
-            + SearchVector(Unaccented(ArrayAsText("tags")), weight="A", config="simple")
-            + SearchVector(Unaccented(ArrayAsText("tech_stacks")), weight="A", config="simple")
-            + SearchVector(Unaccented("category"), weight="A", config="simple")
-            + SearchVector(Unaccented(WithoutTagStarts("description")), weight="B", config="english")
-            + SearchVector(Unaccented(WithoutTagStarts("recommendation")), weight="B", config="english")
-            + SearchVector(Unaccented(WithoutTagStarts("context")), weight="C", config="english")
-            + SearchVector(Unaccented(ArrayAsText("project_types")), weight="C", config="simple")
+            SearchVector(KeywordText(WithoutTagStarts("title")), weight="A", config="english")
+            + SearchVector(KeywordText(ArrayAsText("tags")), weight="A", config="simple")
+            + SearchVector(KeywordText(ArrayAsText("tech_stacks")), weight="A", config="simple")
+            + SearchVector(KeywordText("category"), weight="A", config="simple")
+            + SearchVector(KeywordText(WithoutTagStarts("description")), weight="B", config="english")
+            + SearchVector(KeywordText(WithoutTagStarts("recommendation")), weight="B", config="english")
+            + SearchVector(KeywordText(WithoutTagStarts("context")), weight="C", config="english")
+            + SearchVector(KeywordText(ArrayAsText("project_types")), weight="C", config="simple")
         ),
         output_field=SearchVectorField(),
         db_persist=True,
@@ -385,11 +390,11 @@ class Memory(TermBudgetMixin, UniqueExternalIdMixin, UsageMixin, EmbeddedMixin):
 
     search_vector = models.GeneratedField(
         expression=(
-            SearchVector(Unaccented(WithoutTagStarts("content")), weight="A", config="english")
-            + SearchVector(Unaccented(WithoutTagStarts(ArrayAsText("people"))), weight="A", config="simple")
-            + SearchVector(Unaccented(ArrayAsText("categories")), weight="A", config="simple")
-            + SearchVector(Unaccented(ArrayAsText("emotions")), weight="A", config="simple")
-            + SearchVector(Unaccented(WithoutTagStarts("details")), weight="B", config="english")
+            SearchVector(KeywordText(WithoutTagStarts("content")), weight="A", config="english")
+            + SearchVector(KeywordText(WithoutTagStarts(ArrayAsText("people"))), weight="A", config="simple")
+            + SearchVector(KeywordText(ArrayAsText("categories")), weight="A", config="simple")
+            + SearchVector(KeywordText(ArrayAsText("emotions")), weight="A", config="simple")
+            + SearchVector(KeywordText(WithoutTagStarts("details")), weight="B", config="english")
         ),
         output_field=SearchVectorField(),
         db_persist=True,

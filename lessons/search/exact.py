@@ -49,7 +49,7 @@ def exact_leg_sql(*, kind: SearchKind, terms: list[str], forms: dict[str, list[s
         variants = _spellings(term, forms)
         conditions.append("(" + " OR ".join(alternatives) + ")")
         params.extend([variants] * len(alternatives))
-        term_queries.append("(" + " || ".join(["plainto_tsquery('simple', lessons_unaccent(%s))"] * len(variants)) + ")")
+        term_queries.append("(" + " || ".join(["plainto_tsquery('simple', lessons_keyword_text(%s))"] * len(variants)) + ")")
         query_params.extend(variants)
     # A superset first, on the search vector's GIN index: exact terms are indexed there in their
     # 'simple' form, unaccented, so every row carrying the terms matches. Intersecting posting lists in the index

@@ -146,17 +146,17 @@ def head_size(limit: int) -> int:
 
 # CTEs english, exact, terms: the query's terms (parameters: the query, twice), as the leg and
 # its plan both read them; without `<` and without accents, as the rows' search vectors are
-# (lessons.models.WithoutTagStarts, Unaccented).
+# (lessons.models.WithoutTagStarts, KeywordText).
 # Each term keeps the positions of the query's words it came from: one word can give two terms (the
 # stem `secur` and the unstemmed `security`, as a tag is indexed), and a row matching both matched
 # one word, not two.
 QUERY_TERMS_SQL = """
         english AS (
             SELECT lexeme, coalesce(array_length(positions, 1), 1) AS qtf, true AS english, positions
-              FROM unnest(to_tsvector('english', lessons_unaccent(translate(%s, '<', ' '))))
+              FROM unnest(to_tsvector('english', lessons_keyword_text(translate(%s, '<', ' '))))
         ), exact AS (
             SELECT s.lexeme, coalesce(array_length(s.positions, 1), 1) AS qtf, false AS english, s.positions
-              FROM unnest(to_tsvector('simple', lessons_unaccent(translate(%s, '<', ' ')))) AS s
+              FROM unnest(to_tsvector('simple', lessons_keyword_text(translate(%s, '<', ' ')))) AS s
              WHERE NOT EXISTS (SELECT 1 FROM english e WHERE e.lexeme = s.lexeme)
                AND numnode(plainto_tsquery('english', s.lexeme)) > 0
         ), terms AS (
@@ -191,7 +191,7 @@ def english_lexemes(word: str) -> frozenset[str]:
     `retri`. A one-word lookup asks whether a row matched these, not every term of its query."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT array(SELECT lexeme FROM unnest(to_tsvector('english',"
-                       " lessons_unaccent(translate(%s, '<', ' ')))))", [word])
+                       " lessons_keyword_text(translate(%s, '<', ' ')))))", [word])
         return frozenset(cursor.fetchone()[0])
 
 

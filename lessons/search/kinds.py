@@ -25,7 +25,7 @@ RECENCY_HALF_LIFE_DAYS = 180
 
 _NOT_TERM = re.compile(r"[^a-z0-9+#]")
 # Letters Unicode does not decompose into a base letter and a mark, folded as PostgreSQL's
-# unaccent() folds them (the keyword index reads every text so, lessons.models.Unaccented).
+# unaccent() folds them (the keyword index reads every text so, lessons.models.KeywordText).
 _UNDECOMPOSED = str.maketrans({"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "đ": "d", "ð": "d", "þ": "th",
                                "ł": "l", "ı": "i", "ħ": "h", "ŧ": "t"})
 _PARTS = re.compile(r"[-_\s/]+")

@@ -1,5 +1,6 @@
-"""The keyword index and the query read every text without its accents (migration 0028): "cafe"
-finds "Café", "Zoe" finds Zoë, "strasse" finds "Straße", and the other way round."""
+"""The keyword index and the query read every text as lessons.models.KeywordText says (migration
+0028): without accents ("cafe" finds "Café", "Zoe" Zoë, "strasse" "Straße", and the other way
+round), and each Han, Hiragana and Katakana character a word ("咖啡" finds "我喜欢咖啡")."""
 
 import importlib
 
@@ -63,24 +64,36 @@ def test_a_query_word_with_an_accent_is_the_exact_term_without_it(team):
         assert response.results[0].explanation["exact_term"] is True, query
 
 
+def test_a_word_inside_a_sentence_without_spaces_is_found(team):
+    coffee = memory_create(team=team, content="我喜欢在东京喝咖啡", people=[])
+    tea = memory_create(team=team, content="我喜欢喝茶", people=[])
+    ramen = memory_create(team=team, content="ラーメンを食べた after the talk", people=[])
+    assert {"咖", "啡", "东", "京"} <= set(postings(coffee.id, kind="m"))
+    assert found(team, "咖啡", kind="memories") == [coffee.id]
+    assert found(team, "ラーメン", kind="memories") == [ramen.id]
+    # the rows carrying more of the query's characters, the rarer weighing more, come first
+    assert found(team, "喜欢喝茶", kind="memories")[:2] == [tea.id, coffee.id]
+    assert found(team, "咖啡", kind="memories", mode="hybrid")[0] == coffee.id
+
+
 def test_canonical_terms_fold_accents_as_the_index_does():
     assert [canonical(word) for word in ("Café", "Søren", "Straße", "Æsa", "İstanbul", "Next.js", "C++")] == [
         "cafe", "soren", "strasse", "aesa", "istanbul", "nextjs", "c++"]
     assert canonical("безопасности") == ""  # another script stays a word without a term (scoring.unlisted_words)
 
 
-def test_the_fold_does_not_depend_on_the_search_path(team):
+def test_the_keyword_text_does_not_depend_on_the_search_path(team):
     # a restore (pg_dump) runs with an empty search_path: the generated column must still compute
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL search_path = ''")
-        cursor.execute("SELECT public.lessons_unaccent('Zoë Søren Café')")
+        cursor.execute("SELECT public.lessons_keyword_text('Zoë Søren Café')")
         assert cursor.fetchone() == ("Zoe Soren Cafe",)
         cursor.execute("RESET search_path")
 
 
 def test_the_migration_rewrites_the_vectors_and_postings_of_rows_with_accents(team):
-    migration = importlib.import_module("lessons.migrations.0028_search_vectors_unaccented")
-    accented = bare_lesson(team, "Café opening hours")
+    migration = importlib.import_module("lessons.migrations.0028_keyword_text")
+    accented = bare_lesson(team, "Café opening hours 東京")
     plain = bare_lesson(team, "Pool size")
     remembered = memory_create(team=team, content="Dinner with Zoë", people=["Zoë"])
     # the vectors and postings of before the migration, as the triggers kept them
