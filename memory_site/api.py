@@ -115,7 +115,7 @@ def unauthenticated(request, exc: AuthenticationError):
 
 @api.exception_handler(errors.TeamChoiceError)
 def no_team_chosen(request, exc: errors.TeamChoiceError):
-    return _answer(request, errors.error_body(exc.message, [{"field": exc.field, "message": exc.message}]), exc.status)
+    return _answer(request, errors.field_error(exc.field, exc.message), exc.status)
 
 
 @api.exception_handler(PermissionRefused)

@@ -70,8 +70,8 @@ class ApiKeyAuth(HttpBearer):
         if other:
             raise NinjaValidationError([
                 {"loc": _location(option), "type": "team_conflict",
-                 "msg": f"names team {slug!r}, but the API key sent is team {own!r}'s and answers for that team "
-                        f"only; leave {option} out, or send a key of team {slug!r}"}
+                 "msg": f"names team {slug!r}, but the API key sent is a key of team {own!r} and answers for "
+                        f"that team only; leave {option} out, or send a key of team {slug!r}"}
                 for option, slug in other
             ])
         return Caller(team=api_key.team, api_key=api_key)
@@ -95,13 +95,14 @@ class StaffSessionAuth(APIKeyCookie):
         named_by, slug = named[0] if named else (TEAM_HEADER, "")  # the error names what was sent
         if not slug:
             raise TeamChoiceError(
-                f"{TEAM_HEADER}: staff using the API must choose a team with the {TEAM_HEADER} header "
+                f"staff using the API must choose a team with the {TEAM_HEADER} header "
                 f"or the ?{TEAM_QUERY_PARAMETER}= query parameter"
             )
         try:
             team = team_named(slug=slug, option=named_by)
         except TeamError as error:
-            raise TeamChoiceError(str(error), status=404, field=named_by) from error
+            # team_named's words start with the option, which the answer names as the field already
+            raise TeamChoiceError(str(error).removeprefix(f"{named_by}: "), status=404, field=named_by) from error
         return Caller(team=team, user_id=request.user.pk)
 
 

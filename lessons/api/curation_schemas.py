@@ -1,12 +1,10 @@
 """The curation endpoints' contract: duplicates, merges, "not a duplicate", restoring a version.
 (Kept apart from `schemas.py` so the curation console can be read, and merged, on its own.)"""
 
-from typing import Annotated
-
 from ninja import Field, Schema
 from pydantic import field_validator
 
-from lessons.api.schemas import MAX_ID, LessonOut, MemoryOut, StrictIn, TextIn
+from lessons.api.schemas import BodyId, LessonOut, MemoryOut, StrictIn, TextIn
 from lessons.selectors.curation import (
     DEFAULT_DUPLICATE_LIMIT,
     DEFAULT_DUPLICATE_THRESHOLD,
@@ -14,7 +12,6 @@ from lessons.selectors.curation import (
     MAX_DUPLICATE_THRESHOLD,
 )
 
-RowId = Annotated[int, Field(ge=1, le=MAX_ID)]
 MAX_MERGED = 50
 
 
@@ -53,7 +50,7 @@ class MemoryDuplicatesOut(Schema):
 
 
 class DismissIn(StrictIn):
-    ids: list[RowId] = Field(min_length=2, max_length=2, description="The two ids that are not duplicates.")
+    ids: list[BodyId] = Field(min_length=2, max_length=2, description="The two ids that are not duplicates.")
 
 
 class DismissedOut(Schema):
@@ -62,10 +59,10 @@ class DismissedOut(Schema):
 
 
 class LessonMergeIn(StrictIn):
-    merge_ids: list[RowId] = Field(
+    merge_ids: list[BodyId] = Field(
         min_length=1, max_length=MAX_MERGED, description="Lessons to merge into this one; they are deleted."
     )
-    text_from: RowId | None = Field(
+    text_from: BodyId | None = Field(
         None,
         description="The lesson whose title, description, context, recommendation and category are kept: "
         "this lesson (the default) or one of merge_ids.",
@@ -85,7 +82,7 @@ class LessonMergeOut(Schema):
 
 
 class MemoryMergeIn(StrictIn):
-    merge_id: RowId = Field(description="The memory to merge into this one; it is deleted with its versions.")
+    merge_id: BodyId = Field(description="The memory to merge into this one; it is deleted with its versions.")
 
 
 class MemoryMergeOut(Schema):

@@ -29,7 +29,9 @@ _PATH_IDS = ((Lesson, "lesson_id"), (Memory, "memory_id"))
 
 
 class TeamChoiceError(Exception):
-    """Staff using the API from the admin session did not name a usable team."""
+    """Staff using the API from the admin session did not name a usable team. `message` does not
+    name the field: the answer says `field: message`, as every field error does (it said
+    "X-Team: X-Team: no team with slug 'nosuch'")."""
 
     def __init__(self, message: str, *, status: int = 400, field: str = "X-Team"):
         super().__init__(message)

@@ -41,6 +41,9 @@ from lessons.text import UNSPACED_SCRIPTS, clean_identifier, clean_name, is_visi
 MAX_TERM_CHARS = 64
 MAX_TERMS = 50
 MAX_ID = 2**63 - 1  # PostgreSQL bigint: a larger id is refused as input, never a database error
+# An id in a request body (or a tool's arguments) is a JSON integer, nothing pydantic can read as one:
+# `true` was id 1, "5" and 5.0 were 5, and `{"merge_ids": [true]}` merged lesson 1 away.
+BodyId = Annotated[int, Field(ge=1, le=MAX_ID, strict=True)]
 
 
 def _id_in_digits(value: Any) -> Any:
@@ -557,14 +560,14 @@ ExpectedUpdatedAt = Annotated[Moment | None, Field(description=(
 
 
 class MemoryIdIn(StrictIn):
-    memory_id: PathId = Field(ge=1, le=MAX_ID, description=MEMORY_ID)
+    memory_id: BodyId = Field(description=MEMORY_ID)
 
 
 class MemoryUpdateIn(MemoryPatch):
     """A memory's id, the fields to change (only those sent) and, to refuse a stale write, the
     `updated_at` read."""
 
-    memory_id: PathId = Field(ge=1, le=MAX_ID, description=MEMORY_ID)
+    memory_id: BodyId = Field(description=MEMORY_ID)
     expected_updated_at: ExpectedUpdatedAt = None
 
     _expected_in_utc = field_validator("expected_updated_at")(_in_utc)
@@ -929,9 +932,7 @@ class SearchVersionsIn(StrictIn):
 
 # --- feedback ------------------------------------------------------------------------------
 
-# Strict: `true` was read as id 1 and "5" as 5; an id is a JSON number.
-ResultId = Annotated[int, Field(ge=1, le=MAX_ID, strict=True)]
-ResultIds = Annotated[list[ResultId], Field(max_length=MAX_LIMIT)]
+ResultIds = Annotated[list[BodyId], Field(max_length=MAX_LIMIT)]
 
 
 class FeedbackIn(StrictIn):

@@ -98,7 +98,14 @@ def _locked(lesson: Lesson, *, expected_updated_at) -> Lesson:
 def lesson_update(
     *, lesson: Lesson, expected_updated_at: datetime | Collection[datetime] | None = None, **changes
 ) -> Lesson:
-    """Apply `changes` (any of EDITABLE_FIELDS); unknown names are a programming error.
+    """Apply `changes` (any of EDITABLE_FIELDS); unknown names are a programming error. Returns the
+    row as stored; `lesson` (the caller's copy) is brought up to date when something was written.
+
+    Only the fields in `changes` are written, over the row as it is in the database (read under a
+    row lock), never over `lesson` as the caller read it, as memory_update does: compared with a
+    stale copy, a PATCH of a confidence another writer had just changed was "no change" (its write
+    lost), an answer showed the other writer's field as it was before under the new ETag, and two
+    edits of the term lists each fitted their budget and together stored more than the index takes.
 
     Raises Lesson.DoesNotExist when the lesson was deleted or merged away meanwhile: the row is
     locked first, so an edit or an accept racing a merge waits for it and then says the lesson is
@@ -108,18 +115,19 @@ def lesson_update(
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise TypeError(f"lesson_update() got unknown fields: {', '.join(sorted(unknown))}")
-    _locked(lesson, expected_updated_at=expected_updated_at)
+    stored = _locked(lesson, expected_updated_at=expected_updated_at)
     normalised = _normalised(changes)
-    changed = _differing(lesson, normalised)
-    for name in changed:
-        setattr(lesson, name, normalised[name])
+    changed = _differing(stored, normalised)
     if not changed:
-        return lesson
-    lesson.full_clean()
-    lesson.save(update_fields=[*changed, "updated_at"])
+        return stored
+    for name in changed:
+        setattr(stored, name, normalised[name])
+    stored.full_clean()
+    stored.save(update_fields=[*changed, "updated_at"])
     if any(name in EMBEDDED_FIELDS for name in changed):
-        embedding_schedule(item=lesson)
-    return lesson
+        embedding_schedule(item=stored)
+    lesson.__dict__.update({name: getattr(stored, name) for name in (*EDITABLE_FIELDS, "updated_at")})
+    return stored
 
 
 def lesson_changed_fields(*, lesson: Lesson, **fields) -> list[str]:

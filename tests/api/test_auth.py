@@ -115,7 +115,7 @@ def test_a_key_answers_for_its_own_team_and_refuses_a_selector_naming_another(te
     assert refused.status_code == 422
     assert [error["field"] for error in refused.json()["errors"]] == ["X-Team", "?team="]
     assert refused.json()["errors"][0]["message"] == (
-        "names team 'globex', but the API key sent is team 'acme''s and answers for that team only; "
+        "names team 'globex', but the API key sent is a key of team 'acme' and answers for that team only; "
         "leave X-Team out, or send a key of team 'globex'"
     )
     assert agent.post("/lessons", {"title": "Where?"}, HTTP_X_TEAM="globex").status_code == 422
