@@ -12,6 +12,8 @@ import unicodedata
 
 # removed wherever they stand; zero-width joiners stay inside a text (emoji and some scripts need them)
 INVISIBLE = dict.fromkeys(map(ord, "\u200b\u2060\ufeff"))
+# trimmed with the spaces: a (non-)joiner at either end joins nothing ("Title\u200d" kept it, unseen)
+_EDGES = re.compile(r"^[\s\u200c\u200d]+|[\s\u200c\u200d]+$")
 
 
 # Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, Chinese, Japanese
@@ -60,7 +62,7 @@ def clean_text(value) -> str:
     """NFC, without invisible characters, trimmed; "" when nothing in it shows. The invisible
     characters go first: removed after NFC, a zero-width space between "e" and a combining accent
     left them apart ("Cafe\u0301"), and cleaning the stored text again gave another text ("Café")."""
-    text = unicodedata.normalize("NFC", str(value).translate(INVISIBLE)).strip()
+    text = _EDGES.sub("", unicodedata.normalize("NFC", str(value).translate(INVISIBLE)))
     return text if is_visible(text) else ""
 
 

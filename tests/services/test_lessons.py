@@ -60,6 +60,9 @@ def test_invisible_characters_do_not_hide_a_word(team):
     assert (lesson.title, lesson.description) == ("Rotate the password", "Keep the secret out")
     emoji_family = "Family 👨\u200d👩\u200d👧 photo"  # a zero-width joiner is part of the emoji
     assert lesson_create(team=team, title=emoji_family).title == emoji_family
+    # at either end a joiner joins nothing: trimmed with the spaces (it was kept, unseen)
+    edges = lesson_create(team=team, title="\u200bZero width pangolin\u200d \u200d", description="\u200c tail")
+    assert (edges.title, edges.description) == ("Zero width pangolin", "tail")
 
 
 def test_an_edit_or_accept_of_a_lesson_merged_away_meanwhile_says_it_is_gone(team):
