@@ -4,7 +4,9 @@
     queries.jsonl    {"_id", "text", "metadata"}            one query a line (all splits)
     qrels/<split>.tsv   query-id <TAB> corpus-id <TAB> score, a header line first (CRLF or LF)
 
-Problems are raised as `DatasetError` with the file and line, never as a traceback.
+Problems are raised as `DatasetError` with the file and line, never as a traceback. A UTF-8
+byte-order mark, which some editors write and the imports accept, is read past: at the start of a
+file, and at the start of a JSON line (where files were joined).
 """
 
 import json
@@ -38,6 +40,11 @@ class Dataset:
     documents: list[Document]
     queries: list[Query]  # only the judged queries of the split, in file order
     qrels: dict[str, dict[str, int]]  # query id -> {document id: score}
+
+
+def dataset_files(directory: Path) -> list[Path]:
+    """The files of the layout: what an output of the run must never replace."""
+    return [directory / "corpus.jsonl", directory / "queries.jsonl", *sorted((directory / "qrels").glob("*.tsv"))]
 
 
 def available_splits(directory: Path) -> list[str]:
@@ -85,6 +92,7 @@ def _json_lines(path: Path):
     try:
         with path.open(encoding="utf-8") as lines:
             for number, line in enumerate(lines, start=1):
+                line = line.removeprefix("\ufeff")
                 if not line.strip():
                     continue
                 try:
@@ -149,7 +157,7 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     """query id -> {corpus id: score}. The first line is the header; CRLF endings are fine."""
     qrels: dict[str, dict[str, int]] = {}
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise DatasetError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from error
     for number, line in enumerate(text.splitlines(), start=1):

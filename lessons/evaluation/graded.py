@@ -81,6 +81,11 @@ def is_graded_set(directory: Path) -> bool:
     return any((directory / name).exists() for name in GRADED_FILES)
 
 
+def graded_files(directory: Path) -> list[Path]:
+    """The files of a graded set: what an output of the run must never replace."""
+    return [directory / name for name in GRADED_FILES]
+
+
 def _strings(value, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(item, str) and item for item in value):
         raise DatasetError(f"{where}: expected a non-empty list of ids")
@@ -118,7 +123,7 @@ def _lesson_ids(path: Path) -> set[str]:
         with open(path, encoding="utf-8") as lines:
             for line in lines:
                 try:
-                    entry = json.loads(line)
+                    entry = json.loads(line.removeprefix("\ufeff"))  # a byte-order mark, as the import reads it
                 except json.JSONDecodeError:
                     continue
                 if isinstance(entry, dict) and isinstance(entry.get("external_id"), str):
@@ -137,7 +142,7 @@ def read_graded_set(directory: str | Path) -> GradedSet:
                            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing")
     path = directory / "queries.json"
     try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
+        spec = json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark some editors write
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise DatasetError(f"{path}: cannot read it: {error}") from error
     if not isinstance(spec, dict) or not isinstance(spec.get("graded", []), list):

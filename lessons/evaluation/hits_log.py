@@ -12,12 +12,17 @@ A line:
 
 The explanation is the API's (`explain`): raw cosine, feedback cosine, BM25 and its attainable
 maximum, each part, the weights, the tiers and the label feedback.
+
+The lines go to a temporary file that becomes PATH when the run is complete (output_files.py): a
+run stopped or failing half way leaves the previous run's hits as they were.
 """
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
 
+from lessons.evaluation.output_files import OutputFile, written_whole
 from lessons.search import SearchResponse
 from lessons.search.kinds import SEARCH_KINDS
 
@@ -27,22 +32,18 @@ _LABEL_COLUMNS = {kind.hit_kind: (*kind.exact_arrays, *kind.exact_scalars) for k
 
 
 class HitsLog:
-    """Writes one line per recorded search; `with HitsLog.open(path, dataset=name) as log:`."""
+    """Writes one line per recorded search; `with HitsLog.writing(path, dataset=name) as log:`."""
 
-    def __init__(self, stream: TextIO, *, dataset: str):
-        self.stream = stream
+    def __init__(self, out: OutputFile, *, dataset: str):
+        self.out = out
         self.dataset = dataset
         self.lines = 0
 
     @classmethod
-    def open(cls, path: Path, *, dataset: str) -> "HitsLog":
-        return cls(path.open("w", encoding="utf-8"), dataset=dataset)
-
-    def __enter__(self) -> "HitsLog":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stream.close()
+    @contextmanager
+    def writing(cls, path: Path, *, dataset: str) -> Iterator["HitsLog"]:
+        with written_whole(path, option="--hits") as out:
+            yield cls(out, dataset=dataset)
 
     def record(self, *, mode: str, query_id: str, query: str, team_slug: str, judgments: dict[str, int],
                response: SearchResponse, external_ids: dict[int, str]) -> None:
@@ -62,5 +63,5 @@ class HitsLog:
             })
         line = {"dataset": self.dataset, "mode": mode, "query_id": query_id, "query": query, "team": team_slug,
                 "judgments": judgments, "hits": hits}
-        self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self.out.write(json.dumps(line, ensure_ascii=False) + "\n")
         self.lines += 1

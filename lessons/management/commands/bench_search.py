@@ -35,7 +35,8 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from lessons.embedding import get_embedding_backend
-from lessons.management.commands._json_output import checked_json_path, write_json
+from lessons.evaluation.output_files import write_json_whole
+from lessons.management.commands._json_output import checked_json_path
 from lessons.management.commands._modes_option import DEFAULT_MODES, modes_from_option
 from lessons.models import Lesson
 from lessons.search import SearchFilters, SearchRequest, search
@@ -166,7 +167,7 @@ class Command(BaseCommand):
             self._summary(results=results, modes=modes)
         if json_path is not None:
             payload = results[0] if len(results) == 1 else results
-            write_json(json_path, payload, stdout=self.stdout)
+            write_json_whole(json_path, payload, stdout=self.stdout)
 
     # --- building the team ----------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from lessons.benchmarks.writes import KINDS, PATHS, PhaseResult, delete_benchmark_rows, run_phase
-from lessons.management.commands._json_output import checked_json_path, write_json
+from lessons.evaluation.output_files import write_json_whole
+from lessons.management.commands._json_output import checked_json_path
 from lessons.selectors.keyword_index import keyword_index_check
 from lessons.services.teams import TeamError, team_get_or_create
 
@@ -134,7 +135,7 @@ class Command(BaseCommand):
             "cleanup": cleanup,
         }
         if json_path is not None:
-            write_json(json_path, figures, stdout=self.stdout)
+            write_json_whole(json_path, figures, stdout=self.stdout)
         consistent = check.ok and (cleanup["check"] is None or cleanup["check"]["ok"])
         if not consistent:
             raise CommandError("the keyword index does not agree with the rows (see the mismatches above)")

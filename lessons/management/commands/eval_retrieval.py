@@ -5,7 +5,8 @@ import logging
 import math
 import sys
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -13,18 +14,24 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from lessons.evaluation.beir import DatasetError, read_dataset
+from lessons.evaluation.beir import DatasetError, dataset_files, read_dataset
 from lessons.evaluation.keyword_exactness import keyword_exactness
-from lessons.evaluation.graded import evaluate_graded, graded_set_load, graded_table, is_graded_set, read_graded_set
+from lessons.evaluation.graded import (
+    evaluate_graded, graded_files, graded_set_load, graded_table, is_graded_set, read_graded_set,
+)
 from lessons.evaluation.hits_log import HitsLog
 from lessons.evaluation.loading import dataset_load, evaluation_teams_drop, scope_value
+from lessons.evaluation.output_files import interrupted_error, refuse_outputs_over_inputs, write_json_whole
 from lessons.evaluation.runner import evaluate
-from lessons.management.commands._json_output import checked_json_path, write_json
+from lessons.management.commands._json_output import checked_json_path
 from lessons.management.commands._modes_option import DEFAULT_MODES, modes_from_option
+from lessons.management.commands._stop_signal import stop_signal_as_interrupt
 from lessons.search import FUSIONS, KINDS
 from lessons.search.engine import search_leg_limit
 
 WEIGHT_NAMES = ("semantic", "keyword", "quality")
+# Rows are loaded in committed chunks and embedded in committed batches (loading.py): a stopped run keeps them.
+KEPT_WHEN_STOPPED = "what was loaded and embedded before it is kept, and a re-run goes on from it"
 
 
 def _weights(value: str | None) -> dict[str, float] | None:
@@ -81,8 +88,17 @@ class Command(BaseCommand):
             "(searches at limit 10 and 100).",
         )
 
-    def handle(self, *args, dataset_dir, split, kind, modes, fusion, weights, scope_key, max_queries, json_path,
-               drop, keyword_exactness=False, hits_path=None, **options):
+    def handle(self, *args, **options):
+        self._unwritten: dict[str, Path | None] = {}  # option -> its output until written, for a stopped run
+        # SIGTERM (a process manager's stop) ended the run at once, without a word: stopped as Ctrl-C is.
+        with stop_signal_as_interrupt():
+            try:
+                return self._evaluate(*args, **options)
+            except KeyboardInterrupt:
+                raise interrupted_error(unwritten=self._unwritten, kept=KEPT_WHEN_STOPPED) from None
+
+    def _evaluate(self, *args, dataset_dir, split, kind, modes, fusion, weights, scope_key, max_queries, json_path,
+                  drop, keyword_exactness=False, hits_path=None, **options):
         if kind not in KINDS:
             raise CommandError(f"--kind: {kind!r} is not one of {', '.join(KINDS)}")
         if fusion not in FUSIONS:
@@ -97,7 +113,11 @@ class Command(BaseCommand):
             raise CommandError("--hits: not used by --keyword-exactness, which measures the keyword leg alone")
         if hits_path is not None and json_path is not None and hits_path.resolve() == json_path.resolve():
             raise CommandError("--hits: the same file as --json; give each its own")
-        if is_graded_set(Path(dataset_dir)):
+        graded = is_graded_set(Path(dataset_dir))
+        self._unwritten = {"--hits": hits_path, "--json": json_path}
+        refuse_outputs_over_inputs(self._unwritten,
+                                   inputs=(graded_files if graded else dataset_files)(Path(dataset_dir)))
+        if graded:
             # A graded set has its own layout and checks: options of the BEIR layout would be ignored.
             ignored = [
                 option
@@ -198,16 +218,17 @@ class Command(BaseCommand):
             self._write_json(json_path, payload)
 
     def _write_json(self, json_path: Path, payload: dict) -> None:
-        write_json(json_path, payload, stdout=self.stdout)
+        write_json_whole(json_path, payload, stdout=self.stdout)
+        self._unwritten.pop("--json")
 
-    @staticmethod
-    def _hits_log(hits_path: Path | None, *, dataset: str):
+    @contextmanager
+    def _hits_log(self, hits_path: Path | None, *, dataset: str) -> Iterator[HitsLog | None]:
         if hits_path is None:
-            return nullcontext()
-        try:
-            return HitsLog.open(hits_path, dataset=dataset)
-        except OSError as error:
-            raise CommandError(f"--hits: cannot write {hits_path}: {error.strerror or error}") from error
+            yield None
+            return
+        with HitsLog.writing(hits_path, dataset=dataset) as hits_log:
+            yield hits_log
+        self._unwritten.pop("--hits")  # in place: a stop from here on finds it written
 
     def _said_hits(self, hits_path: Path | None, hits_log: HitsLog | None) -> None:
         if hits_log is not None:

@@ -10,11 +10,13 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from lessons.evaluation.beir import DatasetError, read_dataset
+from lessons.evaluation.beir import DatasetError, dataset_files, read_dataset
 from lessons.evaluation.loading import dataset_load, team_base_slug
 from lessons.evaluation.metrics import percentile
+from lessons.evaluation.output_files import interrupted_error, refuse_outputs_over_inputs, write_json_whole
 from lessons.evaluation.usage_simulation import simulate_usage
-from lessons.management.commands._json_output import checked_json_path, write_json
+from lessons.management.commands._json_output import checked_json_path
+from lessons.management.commands._stop_signal import stop_signal_as_interrupt
 from lessons.models import Team
 from lessons.search import KINDS, MODES
 
@@ -51,8 +53,21 @@ class Command(BaseCommand):
         parser.add_argument("--keep", action="store_true", help="Keep the recorded searches and counts afterwards.")
         parser.add_argument("--json", dest="json_path", default=None, help="Also write the results to PATH.")
 
-    def handle(self, *args, dataset_dir, train_split, test_split, kind, mode, usage_weights, max_queries, keep,
-               json_path, no_load, **options):
+    def handle(self, *args, **options):
+        self._unwritten: dict[str, Path | None] = {}  # --json until written, for a stopped run
+        # SIGTERM (a process manager's stop) ended the run at once, without a word: stopped as Ctrl-C is.
+        with stop_signal_as_interrupt():
+            try:
+                return self._simulate(*args, **options)
+            except KeyboardInterrupt:
+                # the replay's searches and counts are reset on the way out (usage_simulation.py) unless kept
+                kept = "the searches recorded before it are kept (--keep); " if options.get("keep") else ""
+                raise interrupted_error(
+                    unwritten=self._unwritten, kept=f"{kept}the documents loaded before it are kept",
+                ) from None
+
+    def _simulate(self, *args, dataset_dir, train_split, test_split, kind, mode, usage_weights, max_queries, keep,
+                  json_path, no_load, **options):
         if kind not in KINDS:
             raise CommandError(f"--kind: {kind!r} is not one of {', '.join(KINDS)}")
         if mode not in MODES:
@@ -61,6 +76,8 @@ class Command(BaseCommand):
             raise CommandError("--max-queries: expected a positive number")
         weights = _weights(usage_weights)
         json_path = checked_json_path(json_path)  # before the simulation, not after it
+        self._unwritten = {"--json": json_path}
+        refuse_outputs_over_inputs(self._unwritten, inputs=dataset_files(Path(dataset_dir)))
         try:
             train = read_dataset(Path(dataset_dir), split=train_split)
             test = read_dataset(Path(dataset_dir), split=test_split)
@@ -93,7 +110,7 @@ class Command(BaseCommand):
             search_logger.setLevel(previous_level)
         self.stdout.write(self._table(result, train=train, test=test))
         if json_path:
-            write_json(json_path, result.as_dict(), stdout=self.stdout)
+            write_json_whole(json_path, result.as_dict(), stdout=self.stdout)
 
     def _table(self, result, *, train, test) -> str:
         replay = result.replay
