@@ -61,3 +61,22 @@ def test_the_model_off_while_seeding_is_one_line_naming_the_fix(live_server):
 
     with override_settings(EMBEDDINGS_ENABLED=False), pytest.raises(CommandError, match="model is unavailable"):
         call_command("load_test", url=live_server.url, clients=1, seconds=1, seed_lessons=2)
+
+
+def test_figures_that_cannot_be_written_leave_the_previous_ones(live_server, tmp_path, monkeypatch):
+    # the figures were written in place: a full disk left the last run's file truncated
+    import os
+
+    figures_path = tmp_path / "figures.json"
+    figures_path.write_text('{"previous": true}\n')
+
+    def disk_full(descriptor):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(CommandError) as raised:
+        call_command("load_test", url=live_server.url, clients=1, seconds=1, seed_lessons=2,
+                     json_path=str(figures_path), stdout=StringIO(), stderr=StringIO())
+    assert str(raised.value) == f"--json: cannot write {figures_path}: No space left on device"
+    assert figures_path.read_text() == '{"previous": true}\n'
+    assert [path.name for path in tmp_path.iterdir()] == ["figures.json"]  # no temporary file left

@@ -2,7 +2,6 @@
 bench_writes, load_test): the path is checked before any work starts, so a typo fails at once
 instead of after an hour of measuring, and every command words the refusal the same way."""
 
-import json
 import os
 from pathlib import Path
 
@@ -27,10 +26,3 @@ def checked_json_path(value: str | None, *, option: str = "--json") -> Path | No
         return path
     raise CommandError(f"{option}: cannot write {path}: {problem}")
 
-
-def write_json(path: Path, payload, *, stdout) -> None:
-    try:
-        path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    except OSError as error:
-        raise CommandError(f"--json: cannot write {path}: {error.strerror or error}") from error
-    stdout.write(f"wrote {path}")

@@ -32,7 +32,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from lessons.embedding import EmbeddingUnavailable
-from lessons.management.commands._json_output import checked_json_path, write_json
+from lessons.evaluation.output_files import write_json_whole
+from lessons.management.commands._json_output import checked_json_path
 from lessons.management.commands.bench_search import QUERIES, TOPICS
 from lessons.models import Lesson
 from lessons.services.api_keys import api_key_create, api_key_revoke
@@ -232,7 +233,7 @@ class Command(BaseCommand):
 
         self.stdout.write(self._report(figures, url=f"http://{host}:{port}", clients=clients))
         if json_path is not None:
-            write_json(json_path, figures, stdout=self.stdout)
+            write_json_whole(json_path, figures, stdout=self.stdout)  # a stop or full disk keeps the old
         read_back = figures["read_back"]
         if not figures["requests"]:
             raise CommandError("no request was answered: nothing was measured")
