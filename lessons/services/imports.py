@@ -59,6 +59,11 @@ class SourceUnreadable(Exception):
         self.reason = reason
 
 
+class InterruptedWhileReading(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) while the next line was being read: on a pipe whose writer is slow, where
+    a stop mostly lands, the line before it was imported whole."""
+
+
 @dataclass
 class ImportReport:
     created: int = 0
@@ -602,8 +607,8 @@ def _import_each(*, lines: Iterable[str | bytes], team: Team, import_one: Callab
     report = ImportReport()
     try:
         _import_lines_into(report, lines=lines, team=team, import_one=import_one)
-    except KeyboardInterrupt:  # each line is its own transaction: the ones before are kept
-        report.interrupted_at = report.lines_read
+    except KeyboardInterrupt as stop:  # each line is its own transaction: the ones before are kept
+        report.interrupted_at = report.lines_read + isinstance(stop, InterruptedWhileReading)
     except SourceUnreadable as error:  # as at the file's end: the lines before are kept
         report.unreadable = error.reason
     return report
@@ -611,7 +616,8 @@ def _import_each(*, lines: Iterable[str | bytes], team: Team, import_one: Callab
 
 def _readable(lines: Iterable[str | bytes]):
     """The lines, with a failed read told apart from a failed line: an OSError out of the file
-    was a traceback, and a team --create-team made for the import stayed behind."""
+    was a traceback, and a team --create-team made for the import stayed behind. A stop while
+    waiting for a line is told apart too: it was said to land on the line already imported."""
     iterator = iter(lines)
     while True:
         try:
@@ -620,6 +626,8 @@ def _readable(lines: Iterable[str | bytes]):
             return
         except OSError as error:
             raise SourceUnreadable(error.strerror or str(error)) from error
+        except KeyboardInterrupt as stop:
+            raise InterruptedWhileReading from stop
         yield line
 
 

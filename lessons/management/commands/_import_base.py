@@ -1,6 +1,13 @@
-"""The shared shape of `import_lessons` and `import_memories`."""
+"""The shared shape of `import_lessons` and `import_memories`: JSON Lines from a file, a pipe or a
+device (`<(zcat backup.jsonl.gz)`, `/dev/stdin`), or (PATH `-`) standard input.
+
+The lines are read once, in order, each imported as it is read: nothing needs a second pass, the
+file's size or a seek, so a stream is read as a file is, a line at a time, with nothing spooled.
+Only a regular file was taken, to refuse a folder; a folder, a socket or a disk still is refused."""
 
 import stat
+import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from django.conf import settings
@@ -8,12 +15,17 @@ from django.core.management.base import BaseCommand, CommandError
 
 from lessons.management.commands._stop_signal import stop_signal_as_interrupt
 
+STDIN = "-"
+STDIN_NAME = "<stdin>"  # what messages call standard input, before a line number: `<stdin>:3: ...`
+
 
 class JsonLinesImportCommand(BaseCommand):
     kind = ""  # "lessons" or "memories"
+    stealth_options = ("stdin",)  # call_command(..., stdin=BytesIO(...)), as createsuperuser takes it
 
     def add_arguments(self, parser):
-        parser.add_argument("path", help="A JSON Lines file, one object a line.")
+        parser.add_argument("path", help="A JSON Lines file, one object a line; a pipe or device "
+                                         "(<(zcat backup.jsonl.gz)), or - for standard input.")
         parser.add_argument("--team", required=True, help="Slug of an existing team.")
         parser.add_argument("--create-team", action="store_true", help="Create the team if it does not exist.")
 
@@ -21,32 +33,22 @@ class JsonLinesImportCommand(BaseCommand):
         raise NotImplementedError
 
     def handle(self, *args, path, team, create_team=False, **options):
-        source = Path(path)
-        try:
-            mode = source.stat().st_mode
-        except FileNotFoundError:
-            raise CommandError(f"{path}: no such file") from None
-        except OSError as error:  # a symlink loop (exists() said "no such file"), a name too long (a traceback)
-            raise CommandError(f"{path}: {error.strerror or error}") from error
-        if not stat.S_ISREG(mode):
-            raise CommandError(f"{path}: not a regular file (a JSON Lines file is expected)")
-        try:
-            # Bytes: each line is decoded on its own, so a line that is not UTF-8 is reported with
-            # its number like any bad line, and the good ones are imported.
-            opened = source.open("rb")
-        except OSError as error:  # a file this user may not read: before any team is made for it
-            raise CommandError(f"{path}: cannot read it: {error.strerror or error}") from error
-        try:
-            with opened as lines, stop_signal_as_interrupt():
-                report = self.import_lines(lines=lines, team_slug=team, create_team=create_team)
-        except ValueError as error:  # an unknown or unusable team (TeamError)
-            raise CommandError(str(error)) from error
+        name = STDIN_NAME if path == STDIN else path
+        # Around the open too: a named pipe's open waits for its writer, and SIGTERM ended that wait
+        # at once (status 143), where Ctrl-C is one line.
+        with stop_signal_as_interrupt():
+            source = _standard_input(options.get("stdin")) if path == STDIN else _opened(path)
+            try:
+                with source as lines:
+                    report = self.import_lines(lines=lines, team_slug=team, create_team=create_team)
+            except ValueError as error:  # an unknown or unusable team (TeamError)
+                raise CommandError(str(error)) from error
 
         team, loud = team.strip(), options.get("verbosity", 1) >= 1  # -v 0: only what went wrong
         for number, reason in report.errors:
-            self.stderr.write(f"{path}:{number}: {reason}")
+            self.stderr.write(f"{name}:{number}: {reason}")
         for number, note in report.notes:
-            self.stderr.write(f"{path}:{number}: note: {note}")
+            self.stderr.write(f"{name}:{number}: note: {note}")
         if loud:
             self.stdout.write(f"{self.kind} into team {team!r}: {report.summary()}")
         if report.interrupted_at is not None:
@@ -66,7 +68,7 @@ class JsonLinesImportCommand(BaseCommand):
         # file is said below, once the summary and the team are.
         said = written or report.unchanged or report.merged_away or report.errors
         if not said and report.unreadable is None:
-            self.stderr.write(f"{path}: no row to import (the file is empty or holds only blank lines)")
+            self.stderr.write(f"{name}: no row to import (the file is empty or holds only blank lines)")
         elif written and not settings.EMBEDDINGS_ENABLED:
             self.stderr.write(
                 f"note: the model is off (EMBEDDINGS_ENABLED=0): the {written} row(s) written are found by "
@@ -79,10 +81,39 @@ class JsonLinesImportCommand(BaseCommand):
                 self.stdout.write(f"keyword index: {kind} impacts refreshed ({postings} postings)")
         if report.unreadable is not None:
             if not report.lines_read:
-                raise CommandError(f"{path}: cannot read it: {report.unreadable}")
-            raise CommandError(f"{path}: cannot read it past line {report.lines_read}: {report.unreadable}; "
+                raise CommandError(f"{name}: cannot read it: {report.unreadable}")
+            raise CommandError(f"{name}: cannot read it past line {report.lines_read}: {report.unreadable}; "
                                "the lines before it are imported as counted above")
         if not report.ok:
             imported = report.created + report.updated + report.unchanged
             others = "the others were." if imported else "no line was."
             raise CommandError(f"{len(report.errors)} line(s) could not be imported; {others}")
+
+
+def _opened(path: str):
+    """PATH opened for reading, refused before any team is made for it."""
+    source = Path(path)
+    try:
+        mode = source.stat().st_mode
+    except FileNotFoundError:
+        raise CommandError(f"{path}: no such file") from None
+    except OSError as error:  # a symlink loop (exists() said "no such file"), a name too long (a traceback)
+        raise CommandError(f"{path}: {error.strerror or error}") from error
+    # A pipe or a character device is read as a file is; a folder, a socket or a disk is not a file of lines.
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+        raise CommandError(f"{path}: not a regular file (a JSON Lines file is expected)")
+    try:
+        # Bytes: each line is decoded on its own, so a line that is not UTF-8 is reported with
+        # its number like any bad line, and the good ones are imported.
+        return source.open("rb")
+    except OSError as error:  # a file this user may not read: before any team is made for it
+        raise CommandError(f"{path}: cannot read it: {error.strerror or error}") from error
+
+
+def _standard_input(given):
+    """Standard input's bytes (a text stream without bytes under it, such as a StringIO, as it is),
+    left open at the end: it is the process's, not the command's."""
+    stream = sys.stdin if given is None else given
+    if stream is None:  # started with stdin closed (`<&-`): every read failed on None, in a traceback
+        raise CommandError("standard input is closed; pipe the JSON Lines into it, or name a file instead of -")
+    return nullcontext(getattr(stream, "buffer", stream))
