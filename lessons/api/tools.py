@@ -357,8 +357,8 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     AgentTool(
         name="search_by_person",
         description="Memories about a specific person, ranked by meaning; spelling- and accent-tolerant "
-        "('Jon' finds Jonas, 'Zoe' Zoë). `total` counts every memory naming them. A name no memory has "
-        "gives no results.",
+        "('Jon' finds Jonas when nobody is called Jon, 'Zoe' Zoë). The person's own memories (their name "
+        "in `people`) come first. `total` counts every memory naming them. A name no memory has gives no results.",
         endpoint="GET /memories/by-person",
         input=ByPersonQuery,
         output=PersonSearchOut,

@@ -22,6 +22,7 @@ from lessons.text import clean_name, name_in_text_pattern, whole_word_pattern
 # it ("Jon" -> Jonas, from this many letters), or is one typo away from it ("Jonah" -> Jonas, from
 # this many letters: "Anna" and "Anne", "Mark" and "Mary" are different people). A trigram match
 # (similarity 0.3) answered "Samantha" with Sam, "Marius" with Maria and "Davidson" with David.
+# The start and the typo only stand for a name no memory lists: a team with a Tom has Tomke too.
 PERSON_PREFIX_MIN_LETTERS = 3
 PERSON_TYPO_MIN_LETTERS = 5
 PERSON_TEXT_MIN_LETTERS = 2
@@ -146,30 +147,8 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
                 facet="people" if ascii_only else None,
             )
         if filters.person_like:
-            name = clean_name(filters.person_like)  # as names are stored: NFC, one space
-            # as a whole word, in any case and with or without its accents ("Zoe" is Zoë, "José"
-            # Jose), with no letter or digit touching it: in a stored full name
-            # ("Featherstonehaugh" is Orla Featherstonehaugh) and in the text ("Tom" is not
-            # "tomorrow", "Anna" not "Vienna", "J.R." ends at its dot); a one-letter name only as a
-            # whole stored name ("A" is mostly an article). The patterns are built from the name
-            # as unaccent() folds it (folded_accents), never folded after they are built.
-            folded = "unaccent(lower(p.name))"
-            in_people, values = [f"{folded} = unaccent(lower(%s))"], [name]
-            if len(name) >= PERSON_PREFIX_MIN_LETTERS:
-                in_people.append(f"starts_with({folded}, unaccent(lower(%s)))")
-                values.append(name)
-            if len(name) >= PERSON_TYPO_MIN_LETTERS:
-                in_people.append(f"levenshtein_less_equal({folded}, unaccent(lower(%s)), 1) <= 1")
-                values.append(name)
-            sql = "EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE {})"
-            if len(name) >= PERSON_TEXT_MIN_LETTERS:
-                # in the text, only as a name is written, with a capital: "Jazz" found every memory
-                # about jazz, "May" and "Nobody" the months and "nobody seemed to care"
-                [unaccented] = folded_accents([name])
-                in_people.append("unaccent(p.name) ~* %s")
-                sql += " OR unaccent(t.content || ' ' || t.details) ~ %s"
-                values += [whole_word_pattern(unaccented), name_in_text_pattern(unaccented)]
-            add("(" + sql.format(" OR ".join(in_people)) + ")", *values)
+            # as names are stored: NFC, one space
+            add(*_person_named(team_id=team_id, name=clean_name(filters.person_like)))
         if filters.emotions:
             add("t.emotions && %s::varchar[]", spelled(filters.emotions), facet="emotions")
         if filters.since:
@@ -179,6 +158,55 @@ def filter_parts(*, kind: str, team_id: int, filters: SearchFilters) -> FilterCl
     if filters.embedding_states:
         add(*_in_embedding_states(kind=kind, team_id=team_id, states=filters.embedding_states))
     return FilterClause(sql=" AND ".join(parts), params=params, signature_masks=tuple(masks))
+
+
+def _person_named(*, team_id: int, name: str) -> list:
+    """The person search's filter (`person_like`) and its parameters: the memory names `name`.
+
+    In `people`: the same name in any case and with or without its accents ("Zoe" is Zoë, "José"
+    Jose); and, only when no current memory of the team lists that name (the friends listing has
+    no such person), another name it starts, is one typo from, or is a whole word of (the surname
+    "Featherstonehaugh" in Orla Featherstonehaugh): asked for Tom, a team with a Tom answered
+    Tomke's and Tomasz's memories among his and counted them in his `total`. In the text: the whole
+    name with no letter or digit touching it ("Tom" is not "tomorrow", "Anna" not "Vienna", "J.R."
+    ends at its dot), as names are written (name_in_text_pattern); a one-letter name only as a
+    whole stored name ("A" is mostly an article). The patterns are built from the name as
+    unaccent() folds it, never folded after they are built (folded_accents)."""
+    folded = "unaccent(lower(p.name))"
+    in_people, values = [f"{folded} = unaccent(lower(%s))"], [name]
+    in_text = ""
+    if len(name) >= min(PERSON_PREFIX_MIN_LETTERS, PERSON_TYPO_MIN_LETTERS, PERSON_TEXT_MIN_LETTERS):
+        unaccented, someone = _unaccented_and_listed(team_id=team_id, name=name)
+        if not someone:
+            if len(name) >= PERSON_PREFIX_MIN_LETTERS:
+                in_people.append(f"starts_with({folded}, unaccent(lower(%s)))")
+                values.append(name)
+            if len(name) >= PERSON_TYPO_MIN_LETTERS:
+                in_people.append(f"levenshtein_less_equal({folded}, unaccent(lower(%s)), 1) <= 1")
+                values.append(name)
+            if len(name) >= PERSON_TEXT_MIN_LETTERS:
+                in_people.append("unaccent(p.name) ~* %s")
+                values.append(whole_word_pattern(unaccented))
+        if len(name) >= PERSON_TEXT_MIN_LETTERS:
+            # only as a name is written, with a capital: "Jazz" found every memory about jazz, "May"
+            # and "Nobody" the months and "nobody seemed to care"
+            in_text = " OR unaccent(t.content || ' ' || t.details) ~ %s"
+            values.append(name_in_text_pattern(unaccented))
+    return [f"(EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE {' OR '.join(in_people)}){in_text})",
+            *values]
+
+
+def _unaccented_and_listed(*, team_id: int, name: str) -> tuple[str, bool]:
+    """`name` as unaccent() folds it (folded_accents), and whether a current memory of the team
+    lists it in `people` as the friends listing groups names (FOLDED_NAME), in one round trip."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT unaccent(%s), EXISTS (SELECT 1 FROM {table_for('memories')} AS m WHERE m.team_id = %s"
+            f" AND m.current_version_id IS NULL AND {names_one_of_sql('m.people')})",
+            [name, team_id, [name]],
+        )
+        unaccented, listed = cursor.fetchone()
+    return unaccented, listed
 
 
 def _in_embedding_states(*, kind: str, team_id: int, states) -> list:

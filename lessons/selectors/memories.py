@@ -18,8 +18,8 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from lessons.models import CURRENT_MEMORY, MEMORY_HAPPENED_AT, Memory, Team
-from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
-from lessons.search.filters import FOLDED_NAME, filter_clause
+from lessons.search import MAX_LIMIT, SearchFilters, SearchHit, SearchRequest, SearchResponse, search
+from lessons.search.filters import FOLDED_NAME, filter_clause, names_one_of_sql
 from lessons.text import clean_name
 
 
@@ -173,33 +173,56 @@ def memories_by_emotion(*, team: Team, emotion: str, limit: int = 20) -> SearchR
     return replace(response, results=felt)
 
 
+# How many of the memories naming a person one search ranks at most, to put their own first.
+PERSON_RANKING_WIDTH = MAX_LIMIT
+
+
 def memories_by_person(*, team: Team, name: str, limit: int = 20) -> SearchResponse:
     """Memories about a person: ranked by meaning ("memories about NAME") among those naming
     them, in `people` or in the text, tolerant of spelling ("Jon" finds Jonas, "Jonah" too, "Zoe"
-    Zoë). A name no memory has gives no results. `total` counts every memory naming them: the
-    seed's "all memories about a person" when it is over `limit`.
+    Zoë) when no memory lists the name itself (filters.py: a team with a Tom has Tomke too). A name
+    no memory has gives no results. `total` counts every memory naming them: the seed's "all
+    memories about a person" when it is over `limit`; those listing them are the friends listing's
+    `memory_count`.
 
     Every hit names the person, so its label says how: `high` when its `people` list them as
     written (any case, with or without accents: the friends listing's one person), `medium`
     otherwise (a mention in the text, another name such as "Jonas" for "Jon"). Labelled by
-    meaning, a memory listing Henrike read `low` for "Henrike" when its text was about dinner."""
-    naming = SearchFilters(person_like=name.strip())
-    response = search(
-        request=SearchRequest(
-            team=team, query=f"memories about {naming.person_like}", kind="memories", limit=limit,
-            filters=naming, similarity_floor=0.0,
-        )
-    )
-    # The engine's recency fallback reads through the same filter, so it holds only memories
-    # naming the person (those the legs missed: not embedded yet, the model off, "Zoe" for the
-    # word "Zoë"), most recent first; for a name nobody has it is empty.
+    meaning, a memory listing Henrike read `low` for "Henrike" when its text was about dinner.
+    The `high` hits come first, each group in the ranking's order: ranked together, a memory
+    that only said "Tom" came above the one memory listing him."""
     wanted = clean_name(name)
-    folded = _folded_names([wanted, *(p for hit in response.results for p in hit.fields.get("people", []))])
-    return replace(response, total=_count(team=team, filters=naming), results=[
-        replace(hit, relevance="high" if folded[wanted] in {folded[p] for p in hit.fields.get("people", [])}
-                else "medium")
-        for hit in response.results
-    ])
+    naming = SearchFilters(person_like=name.strip())
+    total, listed = _naming_counts(team=team, filters=naming, name=wanted)
+    # Their own come first from every memory naming them, not from the ranking's first `limit`,
+    # where memories only saying the name pushed theirs off the page.
+    response = _person_search(team=team, name=naming.person_like, filters=naming,
+                              limit=min(PERSON_RANKING_WIDTH, max(limit, total)) if listed else limit)
+    hits = _labelled(response.results, name=wanted)
+    own = [hit for hit in hits if hit.relevance == "high"]
+    if len(own) < min(limit, listed) and total > PERSON_RANKING_WIDTH:
+        # the ranking's first PERSON_RANKING_WIDTH held too few of their own: theirs, ranked alone
+        own = _labelled(_person_search(team=team, name=naming.person_like, filters=SearchFilters(people=(wanted,)),
+                                       limit=limit).results, name=wanted)
+    own_ids = {hit.id for hit in own}
+    others = [hit for hit in hits if hit.relevance != "high" and hit.id not in own_ids]
+    return replace(response, total=total, results=(own + others)[:limit])
+
+
+def _person_search(*, team: Team, name: str, filters: SearchFilters, limit: int) -> SearchResponse:
+    """A search for "memories about NAME" among the memories `filters` keep, none dropped by
+    meaning. The engine's recency fallback reads through the same filter, so it holds only
+    memories naming the person (those the legs missed: not embedded yet, the model off, "Zoe" for
+    the word "Zoë"), most recent first; for a name nobody has it is empty."""
+    return search(request=SearchRequest(team=team, query=f"memories about {name}", kind="memories", limit=limit,
+                                        filters=filters, similarity_floor=0.0))
+
+
+def _labelled(hits: list[SearchHit], *, name: str) -> list[SearchHit]:
+    """`hits`, each labelled by how it names the person (memories_by_person)."""
+    folded = _folded_names([name, *(person for hit in hits for person in hit.fields.get("people", []))])
+    return [replace(hit, relevance="high" if folded[name] in {folded[p] for p in hit.fields.get("people", [])}
+                    else "medium") for hit in hits]
 
 
 def _folded_names(names: list[str]) -> dict[str, str]:
@@ -210,12 +233,15 @@ def _folded_names(names: list[str]) -> dict[str, str]:
         return dict(cursor.fetchall())
 
 
-def _count(*, team: Team, filters: SearchFilters) -> int:
-    """How many memories pass `filters`, as the search's legs apply them."""
+def _naming_counts(*, team: Team, filters: SearchFilters, name: str) -> tuple[int, int]:
+    """How many memories pass `filters`, as the search's legs apply them, and how many of those
+    list `name` in `people` (as the friends listing's `memory_count` counts them)."""
     where, params = filter_clause(kind="memories", team_id=team.pk, filters=filters)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {Memory._meta.db_table} AS t WHERE {where}", params)
-        return cursor.fetchone()[0]
+        cursor.execute(f"SELECT count(*), count(*) FILTER (WHERE {names_one_of_sql('t.people')})"
+                       f" FROM {Memory._meta.db_table} AS t WHERE {where}", [[name], *params])
+        total, listed = cursor.fetchone()
+    return total, listed
 
 
 def memories_search_versions(*, team: Team, query: str, limit: int = 10) -> SearchResponse:
