@@ -78,7 +78,13 @@ class CheckedChangeList(ChangeList):
 class CheckedSelectionModelAdmin(admin.ModelAdmin):
     """A list action whose posted selection holds something that is not an id ("abc", from a
     crafted or truncated form) is answered with a message and the list again; Django's own
-    `response_action` filtered on it and answered 500."""
+    `response_action` filtered on it and answered 500.
+
+    The rows ticked are the action's by their ids, whatever the list's filters and search say of
+    them now: a confirmation posts back to the list's URL, and Django took the selection from the
+    filtered list, so on `?status__exact=proposed` a proposal rejected meanwhile dropped out and the
+    accept said it "no longer exists (merged or deleted)". "Select all N" (`select_across`) is the
+    list's rows, filters and all, as in Django."""
 
     def response_action(self, request, queryset):
         selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
@@ -91,9 +97,11 @@ class CheckedSelectionModelAdmin(admin.ModelAdmin):
         except ValidationError:
             return self._selection_refused(request, "The selection holds something that is not a row's id")
         select_across = request.POST.get("select_across") == "1"
-        if selected and not select_across and not queryset.filter(pk__in=selected).exists():
-            # ids of rows deleted or merged meanwhile: "Done" over nothing was untrue
-            return self._selection_refused(request, "None of the selected rows exists any more")
+        if selected and not select_across:
+            queryset = self.get_queryset(request)  # every row this admin holds; Django narrows it to the ids
+            if not queryset.filter(pk__in=selected).exists():
+                # ids of rows deleted or merged meanwhile: "Done" over nothing was untrue
+                return self._selection_refused(request, "None of the selected rows exists any more")
         return super().response_action(request, queryset)
 
     def get_changelist(self, request, **kwargs):

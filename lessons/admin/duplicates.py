@@ -23,7 +23,7 @@ from lessons.admin.curation import (
     require,
     team_field,
 )
-from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, Memory
+from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, LessonStatus, Memory
 from lessons.selectors.curation import (
     DEFAULT_DUPLICATE_LIMIT,
     DEFAULT_DUPLICATE_THRESHOLD,
@@ -188,9 +188,19 @@ def _merge_lessons(request, lessons: dict, first: int, second: int, fallback: st
         messages.success(
             request,
             f"Merged lesson #{other_id} into #{kept.pk} “{kept.title}”: frequency {kept.frequency}, "
-            f"confidence {kept.confidence:.2f}.",
+            f"confidence {kept.confidence:.2f}.{_status_change(before=lessons[keep_id], after=kept)}",
         )
     return back_to(request, fallback)
+
+
+def _status_change(*, before: Lesson, after: Lesson) -> str:
+    """What the merge did to the kept lesson's status: a kept proposal that a confirmed lesson was
+    merged into is confirmed (lesson_merge never hides confirmed knowledge), and agents find it from
+    now on; the message said only its frequency and confidence."""
+    if before.status == after.status:
+        return ""
+    found = ": agents find it in their searches from now on" if after.status == LessonStatus.CONFIRMED else ""
+    return f" #{after.pk} was {before.status} and is now {after.status}{found}."
 
 
 def _merge_memories(request, memories: dict, first: int, second: int, fallback: str):

@@ -127,15 +127,16 @@ class LessonAdmin(
         selected = list(queryset.values_list("pk", flat=True))
         rejected = lesson_services.lesson_reject_proposals(lesson_ids=selected)
         log_curation(request, rejected, "Rejected the proposal.")
+        gone = _gone_count(request, selected)
         if not rejected:
-            self.message_user(request, "None of the selected lessons is a proposal: nothing to reject.",
-                              messages.WARNING)
+            none_left = "None of the selected lessons is a proposal: nothing to reject."
+            self.message_user(request, _with_gone(none_left, gone), messages.WARNING)
             return
         text = f"{len(rejected)} proposal(s) rejected."
         if len(rejected) < len(selected):
             text += (f" {len(selected) - len(rejected)} selected lesson(s) were not proposals and were left alone"
                      " (a confirmed lesson is retired on its own page).")
-        self.message_user(request, text, messages.SUCCESS)
+        self.message_user(request, _with_gone(text, gone), messages.SUCCESS)
 
     def get_urls(self):
         # The curation pages (lessons/admin/proposals.py, duplicates.py), before the "<id>/" patterns.
@@ -147,18 +148,35 @@ class LessonAdmin(
         ]
 
 
+def _gone_count(request, selected_ids) -> int:
+    """How many of the posted ids name no row any more (merged or deleted since the page was made);
+    the action's rows are every lesson with a posted id, whatever the list's filters
+    (CheckedSelectionModelAdmin), so a row decided meanwhile is among them, not gone. "Select all"
+    takes the list's rows rather than the posted ones: none of those is gone."""
+    if request.POST.get("select_across") == "1":
+        return 0
+    asked = {int(value) for value in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)}  # ids, checked before
+    return len(asked - set(selected_ids))
+
+
+def _gone_phrase(gone: int) -> str:
+    return f"{gone} no longer {'exists' if gone == 1 else 'exist'} (merged or deleted)"
+
+
+def _with_gone(text: str, gone: int) -> str:
+    return f"{text} {_gone_phrase(gone)}." if gone > 0 else text
+
+
 def _accepted_message(request, selected: list, accepted: list) -> str:
     """What the confirmation's "Yes" did. It posts back only the proposals it listed, so each posted
     id not accepted was decided, merged or deleted since: counted against the rebuilt list, one
-    rejected from another tab meanwhile went unmentioned."""
-    asked = len(set(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)))
-    decided, gone = len(selected) - len(accepted), asked - len(selected)
+    rejected from another tab meanwhile went unmentioned (and on a list filtered to proposals, where
+    it had dropped out of the rebuilt list, it was said to be merged or deleted)."""
+    decided = len(selected) - len(accepted)
     text = f"{len(accepted)} proposal(s) accepted."
     if decided > 0:
         text += f" {decided} had changed status meanwhile and {'was' if decided == 1 else 'were'} left alone."
-    if gone > 0:
-        text += f" {gone} no longer {'exists' if gone == 1 else 'exist'} (merged or deleted)."
-    return text
+    return _with_gone(text, _gone_count(request, [lesson.pk for lesson in selected]))
 
 
 def _no_proposal_left(request, selected: list) -> str:
@@ -167,8 +185,7 @@ def _no_proposal_left(request, selected: list) -> str:
     the wrong rows, when they had been decided or merged meanwhile."""
     if request.POST.get("confirm") != "yes":
         return "None of the selected lessons is a proposal: nothing to accept."
-    asked = len(set(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)))
-    gone = asked - len(selected)
+    gone = _gone_count(request, [lesson.pk for lesson in selected])
     parts = [f"{len(selected)} {'was' if len(selected) == 1 else 'were'} accepted or rejected"] if selected else []
-    parts += [f"{gone} no longer {'exists' if gone == 1 else 'exist'} (merged or deleted)"] if gone > 0 else []
+    parts += [_gone_phrase(gone)] if gone > 0 else []
     return f"Nothing to accept: since this page was opened, {' and '.join(parts) or 'they changed'}."

@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin
 from django.db import transaction
 from django.db.models import Count, Q
@@ -6,7 +7,7 @@ from django.utils.html import format_html
 
 from lessons.admin.common import CheckedChangeList, CheckedSelectionModelAdmin
 from lessons.models import Team
-from lessons.selectors.admin_search import evaluation_team_q
+from lessons.selectors.admin_search import EVALUATION_TEAM_PREFIX, evaluation_team_q
 from lessons.selectors.teams import CONTENT_NAMES, team_contents
 from lessons.services import teams as team_services
 
@@ -45,8 +46,25 @@ class TeamChangeList(CheckedChangeList):
         return queryset.exclude(evaluation_team_q(prefix=""))  # EvaluationTeamFilter's default
 
 
+class TeamForm(forms.ModelForm):
+    """A slug starting with `eval-` is refused for a team added, or renamed, here: the lists hide
+    evaluation teams, so one added as "eval-demo" was "added successfully" and then gone from the
+    list. Those teams are eval_retrieval's and simulate_usage's, which create them through the
+    services; an evaluation team's own page still saves while its slug stays as it is."""
+
+    def clean_slug(self):
+        slug = self.cleaned_data["slug"]
+        if "slug" in self.changed_data and slug.lower().startswith(EVALUATION_TEAM_PREFIX):  # added or renamed
+            raise forms.ValidationError(
+                f"Slugs starting with “{EVALUATION_TEAM_PREFIX}” are reserved for the evaluation teams that "
+                "eval_retrieval loads, which the lesson, memory and team lists hide; choose another slug."
+            )
+        return slug
+
+
 @admin.register(Team)
 class TeamAdmin(CheckedSelectionModelAdmin):
+    form = TeamForm
     list_display = ("slug", "name", "lesson_count", "memory_count", "created_at")
     search_fields = ("slug", "name")
     list_filter = (EvaluationTeamFilter,)
