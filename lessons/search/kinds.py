@@ -35,7 +35,13 @@ _PARTS = re.compile(r"[-_\s/]+")
 def canonical(term: str) -> str:
     """'Next.js' -> 'nextjs', 'RLS' -> 'rls', 'C++' -> 'c++', 'Café' -> 'cafe': how exact terms are
     compared. Accents are folded (before, 'Café' was 'caf' and matched no row saying 'cafe')."""
-    return _NOT_TERM.sub("", unicodedata.normalize("NFKD", term.lower().translate(_UNDECOMPOSED)))
+    return _NOT_TERM.sub("", folded(term))
+
+
+def folded(term: str) -> str:
+    """`term` lowercased and decomposed, its letters' accents apart as marks: what `canonical`
+    keeps a-z, digits, + and # of."""
+    return unicodedata.normalize("NFKD", term.lower().translate(_UNDECOMPOSED))
 
 
 def _clip(value: float) -> float:

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from lessons.models import MAX_FREQUENCY
-from lessons.search.kinds import SearchKind, canonical
+from lessons.search.kinds import SearchKind, canonical, folded
 
 TECH_MISMATCH_FACTOR = 0.5  # seed 000: the semantic part is halved
 PART_NAMES = ("semantic", "keyword", "quality")
 
 _SPLIT = re.compile(r"[\s,;/|]+")
+_TERM_CHARACTER = re.compile(r"[a-z0-9]")
 
 __all__ = ["canonical"]
 
@@ -31,11 +32,13 @@ def query_term_forms(query: str, stop_words: frozenset[str]) -> dict[str, list[s
 
 
 def unlisted_words(query: str, stop_words: frozenset[str]) -> int:
-    """How many of the query's words have letters but no canonical term (a word in another script:
-    `canonical` keeps a-z, digits, + and #). They are words all the same: "database безопасности"
-    is two words, not the one-word lookup of `database` its terms alone would make it."""
-    return sum(1 for word in _query_words(query) if word not in stop_words and not canonical(word)
-               and any(ch.isalnum() for ch in word))
+    """How many of the query's words have letters that no canonical term keeps (a word in another
+    script: `canonical` keeps a-z, digits, + and #). They are words all the same: "database
+    безопасности" is two words, not the one-word lookup of `database` its terms alone would make
+    it; and "React中文", written without a space as Chinese and Japanese are, is more than the
+    term `react` (its exact-term tier put 26 rows saying only "React" above the one saying both)."""
+    return sum(1 for word in _query_words(query) if word not in stop_words
+               and any(ch.isalnum() and not _TERM_CHARACTER.match(ch) for ch in folded(word)))
 
 
 def _query_words(query: str):

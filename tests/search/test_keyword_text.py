@@ -76,6 +76,22 @@ def test_a_word_inside_a_sentence_without_spaces_is_found(team):
     assert found(team, "咖啡", kind="memories", mode="hybrid")[0] == coffee.id
 
 
+def test_a_latin_word_glued_to_chinese_forms_no_exact_tier(team):
+    # "React中文" had the one term `react`: its exact-term tier put every React lesson above the
+    # one saying both, which scored best and was labelled high
+    both = lesson_create(team=team, title="学习React中文文档", description="用Python写脚本", category="docs")
+    react = [lesson_create(team=team, title=f"React hooks pitfall {n}", description="useEffect runs twice",
+                           tech_stacks=["react"], category="frontend") for n in range(4)]
+    for query in ("React中文", "中文React"):
+        for mode in ("text", "hybrid"):
+            response = search(request=SearchRequest(team=team, query=query, mode=mode, limit=10, explain=True))
+            assert response.results[0].id == both.id, (query, mode)
+            assert not any(hit.explanation["exact_term"] for hit in response.results), (query, mode)
+    # the Latin word alone is still a lookup of its tech stack (and of the title that says it)
+    response = search(request=SearchRequest(team=team, query="react", mode="text", limit=10, explain=True))
+    assert {hit.id for hit in response.results if hit.explanation["exact_term"]} == {both.id, *(r.id for r in react)}
+
+
 def test_canonical_terms_fold_accents_as_the_index_does():
     assert [canonical(word) for word in ("Café", "Søren", "Straße", "Æsa", "İstanbul", "Next.js", "C++")] == [
         "cafe", "soren", "strasse", "aesa", "istanbul", "nextjs", "c++"]
