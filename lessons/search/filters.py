@@ -5,6 +5,7 @@ the rows the caller may see. The clause is over the row table aliased `t`; value
 parameters, never interpolated.
 """
 
+import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -16,7 +17,7 @@ from lessons.selectors.embeddings import with_embedding_status
 from lessons.search.signature import value_bits
 from lessons.search.spellings import spelled_values, stored_spellings
 from lessons.search.types import SearchFilters, SearchRequestError
-from lessons.text import clean_name, name_in_text_pattern, whole_word_pattern
+from lessons.text import UNSPACED_SCRIPTS, clean_name, name_in_text_pattern, whole_word_pattern
 
 # A name in `people` is the person asked for when it is the same name in any case, starts with
 # it ("Jon" -> Jonas, from this many letters), or is one typo away from it ("Jonah" -> Jonas, from
@@ -191,7 +192,9 @@ def _person_named(*, team_id: int, name: str) -> list:
             # only as a name is written, with a capital: "Jazz" found every memory about jazz, "May"
             # and "Nobody" the months and "nobody seemed to care"
             in_text = " OR unaccent(t.content || ' ' || t.details) ~ %s"
-            values.append(name_in_text_pattern(unaccented))
+            # in a script written without spaces a name always touches letters ("今天小李来我家"):
+            # there it is found anywhere in the text, as the lists' text filter finds a word
+            values.append(re.escape(unaccented) if UNSPACED_SCRIPTS.search(name) else name_in_text_pattern(unaccented))
     return [f"(EXISTS (SELECT 1 FROM unnest(t.people) AS p(name) WHERE {' OR '.join(in_people)}){in_text})",
             *values]
 

@@ -117,3 +117,13 @@ def test_own_memories_beyond_what_the_ranking_reads_at_once_still_come_first(api
     body, hits = _by_person(api, "Tom", limit=4)
     assert hits == [(memory_id, "high") for memory_id in _ranked_among_his_own(team, 4, SearchFilters(people=("Tom",)))]
     assert {memory_id for memory_id, _ in hits} == {memory.pk for memory in own} and body["total"] == 10
+
+
+def test_a_name_in_a_script_without_spaces_is_found_in_the_text(api, team):
+    # "no letter touching it" never holds inside a Chinese sentence: 小李 was never found in the text
+    said = memory_create(team=team, content="今天小李来我家吃饭", people=[])
+    listed = memory_create(team=team, content="一起去爬山", people=["小李"])
+    memory_create(team=team, content="小王来了", people=[])
+    body = api.get("/memories/by-person", {"name": "小李"}).json()
+    assert [(hit["id"], hit["relevance"]) for hit in body["results"]] == [(listed.pk, "high"), (said.pk, "medium")]
+    assert body["total"] == 2
