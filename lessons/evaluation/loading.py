@@ -32,6 +32,7 @@ from lessons.services.keyword_index import keyword_impacts_refresh_if_drifted
 from lessons.services.lessons import lesson_create, lesson_delete, lesson_update
 from lessons.services.memories import memory_create, memory_delete, memory_update
 from lessons.services.teams import team_get_or_create
+from lessons.text import clean_text
 
 TITLE_MAX_CHARS = 300  # Lesson.title's max_length
 EMBED_BATCH_SIZE = 64
@@ -164,8 +165,10 @@ def _split_first_sentence(text: str) -> tuple[str, str]:
 
 
 def document_fields(document: Document, *, kind: str) -> dict:
-    """The service arguments for a document (see the module docstring)."""
-    title, text = document.title.strip(), document.text.strip()
+    """The service arguments for a document (see the module docstring), its texts as the services
+    store them (lessons.text.clean_text): compared raw with the stored rows, three SciFact abstracts
+    holding a zero-width space or a decomposed "Å" were "updated" on every load, to the same text."""
+    title, text = clean_text(document.title), clean_text(document.text)
     if not title:
         title, text = _split_first_sentence(text)
     if kind == "lessons":

@@ -79,6 +79,16 @@ def test_first_load_creates_and_embeds_second_load_does_nothing(tiny):
 
 
 @pytest.mark.django_db
+def test_a_document_the_services_store_cleaned_is_unchanged_on_the_next_load(tiny):
+    # compared raw with the stored, cleaned text, such a document was "updated" on every load
+    documents = [Document(id="z1", title="Zero\u200bwidth", text="A decomposed A\u030a and a ref [6\u200b\u20139]. ")]
+    _, first = dataset_load(dataset_name=tiny.name, documents=documents, kind="lessons")
+    _, again = dataset_load(dataset_name=tiny.name, documents=documents, kind="lessons")
+    assert (first.created, again.updated, again.unchanged) == (1, 0, 1)
+    assert Lesson.objects.get(external_id="z1").title == "Zerowidth"
+
+
+@pytest.mark.django_db
 def test_changed_and_removed_documents(tiny):
     dataset_load(dataset_name=tiny.name, documents=tiny.documents, kind="lessons")
     edited = [
