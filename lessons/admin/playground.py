@@ -32,39 +32,28 @@ def _terms(value: str) -> tuple[str, ...]:
     return tuple(term.strip().lower() for term in (value or "").split(",") if term.strip())
 
 
-class ApiTermField(forms.CharField):
-    """A term field checked as `POST /api/v1/search` checks the field it stands for (`api_field`,
-    the API's own type from lessons.api.schemas) and refused in the API's words, naming that field
-    ("filters.tags.0: Use ASCII letters..."): `tags=bad tag!` and 60 tech stacks answered "No
-    results." here while the API answered 422."""
+class TermsField(forms.CharField):
+    """Comma-separated terms (`postgresql, nextjs`), or one term with `many=False`, checked as
+    `POST /api/v1/search` checks the field it stands for (`api_field`, with the API's own types
+    from lessons.api.schemas) and refused in the API's words, naming that field ("filters.tags.0:
+    Use ASCII letters..."): `tags=bad tag!` and 60 tech stacks answered "No results." here while
+    the API answered 422."""
 
-    # keyed by the API's field name, so an error's location reads as the API's ("filters.tags.0")
-    api_check = pydantic.TypeAdapter(dict[str, Term])
-
-    def __init__(self, *, api_field: str, **kwargs):
+    def __init__(self, *, api_field: str, many: bool = True, **kwargs):
         super().__init__(**kwargs)
-        self.api_field = api_field
+        self.api_field, self.many = api_field, many
+        # keyed by the API's field name, so an error's location reads as the API's ("filters.tags.0")
+        self.api_check = pydantic.TypeAdapter(dict[str, Terms if many else Term])
 
     def clean(self, value):
-        value = self.parsed(super().clean(value))
+        value = super().clean(value)
+        value = _terms(value) if self.many else value
         if value:
             try:
                 self.api_check.validate_python({self.api_field: value})
             except pydantic.ValidationError as error:
                 raise forms.ValidationError(pydantic_validation_errors(error)["detail"]) from None
         return value
-
-    def parsed(self, value: str):
-        return value
-
-
-class TermsField(ApiTermField):
-    """Comma-separated terms: `postgresql, nextjs`."""
-
-    api_check = pydantic.TypeAdapter(dict[str, Terms])
-
-    def parsed(self, value: str):
-        return _terms(value)
 
 
 def _weight_field(label, *, setting):
@@ -110,7 +99,7 @@ class PlaygroundForm(forms.Form):
     only_versions = forms.BooleanField(label="Earlier versions only", required=False)
     # Who is asking (scored, not filtered).
     tech_stack = TermsField(label="Caller's tech stack", required=False, api_field="tech_stack")
-    project_type = ApiTermField(label="Caller's project type", required=False, api_field="project_type")
+    project_type = TermsField(label="Caller's project type", required=False, api_field="project_type", many=False)
     # Setting A.
     mode = forms.ChoiceField(choices=[(mode, mode) for mode in MODES], required=False)
     fusion = forms.ChoiceField(choices=[(fusion, fusion) for fusion in FUSIONS], required=False)
