@@ -7,7 +7,7 @@ from django.utils.html import format_html
 
 from lessons.admin.common import CheckedChangeList, CheckedSelectionModelAdmin
 from lessons.models import Team
-from lessons.selectors.admin_search import EVALUATION_TEAM_PREFIX, evaluation_team_q
+from lessons.selectors.admin_search import evaluation_team_q
 from lessons.selectors.teams import CONTENT_NAMES, team_contents
 from lessons.services import teams as team_services
 
@@ -50,15 +50,13 @@ class TeamForm(forms.ModelForm):
     """A slug starting with `eval-` is refused for a team added, or renamed, here: the lists hide
     evaluation teams, so one added as "eval-demo" was "added successfully" and then gone from the
     list. Those teams are eval_retrieval's and simulate_usage's, which create them through the
-    services; an evaluation team's own page still saves while its slug stays as it is."""
+    services; an evaluation team's own page still saves while its slug stays as it is. The rule is
+    the team service's (slug_is_reserved), which create_team and --create-team follow too."""
 
     def clean_slug(self):
         slug = self.cleaned_data["slug"]
-        if "slug" in self.changed_data and slug.lower().startswith(EVALUATION_TEAM_PREFIX):  # added or renamed
-            raise forms.ValidationError(
-                f"Slugs starting with “{EVALUATION_TEAM_PREFIX}” are reserved for the evaluation teams that "
-                "eval_retrieval loads, which the lesson, memory and team lists hide; choose another slug."
-            )
+        if "slug" in self.changed_data and team_services.slug_is_reserved(slug):  # added or renamed
+            raise forms.ValidationError(team_services.RESERVED_SLUG_RULE)  # the field shows the slug
         return slug
 
 

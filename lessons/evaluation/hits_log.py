@@ -13,8 +13,9 @@ A line:
 The explanation is the API's (`explain`): raw cosine, feedback cosine, BM25 and its attainable
 maximum, each part, the weights, the tiers and the label feedback.
 
-The lines go to a temporary file that becomes PATH when the run is complete (output_files.py): a
-run stopped or failing half way leaves the previous run's hits as they were.
+The lines go to a temporary file that becomes PATH when the run is complete
+(lessons/output_files.py): a run stopped or failing half way leaves the previous run's hits as
+they were.
 """
 
 import json
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lessons.evaluation.output_files import OutputFile, written_whole
+from lessons.output_files import OutputFile, written_whole
 from lessons.search import SearchResponse
 from lessons.search.kinds import SEARCH_KINDS
 

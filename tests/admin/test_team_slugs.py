@@ -42,7 +42,7 @@ def test_renaming_a_team_into_the_prefix_is_refused(admin_client, team):
 
 
 def test_an_evaluation_teams_page_saves_while_its_slug_is_kept(admin_client):
-    scifact = team_create(slug="eval-scifact", name="Evaluation scifact")
+    scifact = team_create(slug="eval-scifact", name="Evaluation scifact", allow_reserved=True)
     response = admin_client.post(_change(scifact), {"slug": "eval-scifact", "name": "SciFact benchmark"})
     assert response.status_code == 302
     assert Team.objects.get(pk=scifact.pk).name == "SciFact benchmark"

@@ -1,17 +1,15 @@
 """The shared shape of `export_lessons` and `export_memories`: a team's rows as JSON Lines, in
 the format the matching import reads, to a file or (PATH `-`) to stdout.
 
-A file is written whole or not at all: the lines go to a temporary file beside PATH, renamed
-over it once complete, so Ctrl-C or an error never leaves half a file under PATH. A PATH that is
-a pipe or a device (`>(gzip > backup.gz)`, `/dev/stdout`) is written into: renamed over, a named
-pipe became a regular file its reader never saw (and `/dev/full`, as root, a file in /dev).
+A file is written whole or not at all, readable by its owner only (lessons/output_files.py): the
+lines go to a temporary file beside PATH, renamed over it once complete, so Ctrl-C or an error
+never leaves half a file under PATH; a pipe or a device (`>(gzip > backup.gz)`) is written into.
 Everything is read in one REPEATABLE READ transaction: an edit made during the export is in the
 file whole or not at all (never half of a memory's versions).
 """
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +20,7 @@ from django.db import connection, transaction
 from lessons.management.commands._stop_signal import stop_signal_as_interrupt
 from lessons.management.commands._team_option import team_from_option
 from lessons.models import Team
+from lessons.output_files import is_stream, written_whole
 
 STDOUT = "-"
 
@@ -92,41 +91,9 @@ class JsonLinesExportCommand(BaseCommand):
         return count
 
     def _write_file(self, target: Path, rows: Iterator[dict]) -> int:
-        if _is_stream(target):
-            return self._write_stream(target, rows)
-        # Created readable by its owner only (mkstemp): an export holds a team's memories.
-        try:
-            # The name cut short: a PATH near the 255-byte limit left no room for the temporary's.
-            prefix = f".{target.name.encode()[:200].decode(errors='ignore')}."
-            descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".partial")
-        except OSError as error:  # a folder this user may not write in: a traceback said no more
-            raise CommandError(f"cannot write in {target.parent}: {error.strerror or error}") from error
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as out:
-                count = self._write_lines(out.write, rows)
-                out.flush()
-                os.fsync(out.fileno())  # on disk before the rename makes it the file under PATH
-            os.replace(temporary, target)
-        except BaseException as error:
-            Path(temporary).unlink(missing_ok=True)
-            if isinstance(error, OSError):
-                raise CommandError(f"cannot write {target}: {error.strerror or error}") from error
-            raise
-        return count
-
-    def _write_stream(self, target: Path, rows: Iterator[dict]) -> int:
-        try:
-            with open(target, "w", encoding="utf-8", newline="\n") as out:
-                return self._write_lines(out.write, rows)
-        except BrokenPipeError:
-            raise  # the reader went away, as with stdout
-        except OSError as error:  # /dev/full: "No space left on device"
-            raise CommandError(f"cannot write {target}: {error.strerror or error}") from error
-
-
-def _is_stream(path: Path) -> bool:
-    """A pipe, socket or device: something to write into, never to replace (links followed)."""
-    return path.exists() and not path.is_file() and not path.is_dir()
+        # Private (mode 0600): an export holds a team's memories.
+        with written_whole(target, private=True) as out:
+            return self._write_lines(out.write, rows)
 
 
 def _checked_target(path: str, *, force: bool) -> Path:
@@ -137,7 +104,7 @@ def _checked_target(path: str, *, force: bool) -> Path:
         pass  # a new file (or a link to one); a missing folder is said below
     except OSError as error:  # a symlink loop (resolve()'s RuntimeError), a name too long: tracebacks
         raise CommandError(f"{path}: {error.strerror or error}") from error
-    if _is_stream(Path(path)):
+    if is_stream(Path(path)):
         return Path(path)  # opened as given: /dev/fd/63's link names no path (`pipe:[...]`)
     # A symbolic link (a "latest backup" link) is followed: the file it names is replaced, the link
     # stays (the rename replaced the link itself with a regular file).

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from lessons.management.commands._terminal import printable
+from lessons.selectors.admin_search import EVALUATION_TEAM_PREFIX
 from lessons.services.teams import SLUG_RULE, TeamError, team_create
 
 
@@ -10,7 +11,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "slug",
-            help=f"Short identifier: {SLUG_RULE} (e.g. acme).",
+            help=f"Short identifier: {SLUG_RULE} (e.g. acme); not starting with {EVALUATION_TEAM_PREFIX}, "
+                 "which is reserved for the evaluation teams eval_retrieval loads.",
         )
         parser.add_argument("--name", help="Display name (default: the slug).")
 
