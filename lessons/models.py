@@ -128,6 +128,9 @@ class KeywordText(Func):
     """`lessons_keyword_text(text)`: a text as the keyword index reads it (migration 0028), IMMUTABLE
     so that a generated column may use it:
 
+    - in its Unicode compatibility form (NFKC, migration 0030): full-width Latin ("ＲＥＡＣＴ", as
+      Chinese and Japanese keyboards type it) is `react`, half-width Katakana ("ｺｰﾋｰ") the full-width
+      "コーヒー", a ligature ("ﬁle") its letters; each was a lexeme no other spelling found.
     - without its accents, as PostgreSQL's unaccent() folds them ("Café" is `cafe`, "Søren"
       `soren`, "straße" `strasse`); the query is folded the same way (lessons/search/keyword.py).
       "cafe" found no row saying "Café", and "Zoe" none saying "Zoë", although the person search

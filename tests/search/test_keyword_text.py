@@ -124,3 +124,49 @@ def test_the_migration_rewrites_the_vectors_and_postings_of_rows_with_accents(te
     lesson_update(lesson=accented, title="Café closing hours")  # the triggers were created again
     assert "close" in postings(accented.id) and "open" not in postings(accented.id)
     assert [c.id for c in keyword_search(team, "closing cafe")] == [accented.id]
+
+
+def test_compatibility_forms_are_read_as_their_plain_letters(team):
+    # migration 0030: full-width Latin (as CJK keyboards type it), half-width Katakana and ligatures
+    # were lexemes of their own, so "ＲＥＡＣＴ" found no row saying "React", nor "react" a row saying "ＲＥＡＣＴ"
+    wide = lesson_create(team=team, title="ＲＥＡＣＴ hooks in a ﬁle of their own", description="useEffect", category="ui")
+    narrow = lesson_create(team=team, title="React state lives in one store", description="hooks", category="ui")
+    lesson_create(team=team, title="Connection pool size", description="Too many clients", category="db")
+    assert {"react", "file"} <= set(postings(wide.id))
+    for query in ("react", "ＲＥＡＣＴ", "ｒｅａｃｔ"):
+        assert set(found(team, query)) == {wide.id, narrow.id}, query
+    assert found(team, "file") == [wide.id]
+    half = memory_create(team=team, content="ｺｰﾋｰを飲んだ", people=[])
+    full = memory_create(team=team, content="コーヒーが好き", people=[])
+    memory_create(team=team, content="お茶を飲んだ", people=[])
+    assert {"コ", "ヒ"} <= set(postings(half.id, kind="m"))
+    for query in ("コーヒー", "ｺｰﾋｰ"):
+        assert set(found(team, query, kind="memories")) == {half.id, full.id}, query
+
+
+def test_a_full_width_query_word_is_its_exact_term(team):
+    tagged = lesson_create(team=team, title="Render twice in development", description="StrictMode",
+                           tech_stacks=["react"], category="ui")
+    lesson_create(team=team, title="Cache headers", description="Max age", tags=["http"], category="web")
+    response = search(request=SearchRequest(team=team, query="ＲＥＡＣＴ", mode="text", limit=5, explain=True))
+    assert [hit.id for hit in response.results] == [tagged.id]
+    assert response.results[0].explanation["exact_term"] is True
+
+
+def test_the_compatibility_migration_keeps_postings_equal_to_the_vectors(team):
+    migration = importlib.import_module("lessons.migrations.0030_keyword_text_compatibility_forms")
+    wide = bare_lesson(team, "ＡＰＩ ｷｰ rotation")
+    plain = bare_lesson(team, "Pool size")
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        # the row as 0028's function indexed it: its vector and postings held the full-width word
+        cursor.execute("SELECT to_tsvector('simple', 'ＡＰＩ') = to_tsvector('simple', 'api')")
+        assert cursor.fetchone() == (False,)
+    before = {row: postings(row) for row in (wide.id, plain.id)}, stats(team)
+    with connection.schema_editor(atomic=False) as editor:  # inside the test's transaction
+        migration.read_compatibility_forms(current_apps, editor)
+    after = {row: postings(row) for row in (wide.id, plain.id)}, stats(team)
+    assert after == before  # the function already reads NFKC: rebuilt, nothing differs
+    assert {"api", "キ"} <= set(after[0][wide.id])
+    lesson_update(lesson=wide, title="ＡＰＩ ｷｰ expiry")  # the triggers were created again
+    assert "expiri" in postings(wide.id) and "rotat" not in postings(wide.id)
