@@ -9,6 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from lessons.models import DuplicateDismissal
+from lessons.search.kinds import canonical
 from lessons.text import clean_name, clean_text, name_key
 
 
@@ -59,13 +60,16 @@ def normalise_text(value) -> str:
 
 
 def normalise_terms(values: Iterable[str] | None) -> list[str]:
-    """Tags, tech stacks, categories...: trimmed, lowercase, without duplicates, order kept."""
-    seen: dict[str, None] = {}
+    """Tags, tech stacks, categories...: trimmed, lowercase, without duplicates, order kept. Two
+    spellings of one term (lessons.search.kinds.canonical: "next.js", "nextjs" and "next-js";
+    "error handling" and "error-handling") are a duplicate, the first kept: searches and filters
+    already read them as one term, so the others only took room in the list's budget."""
+    seen: dict[str, str] = {}
     for value in values or []:
         term = unicodedata.normalize("NFC", str(value)).strip().lower()
         if term:
-            seen.setdefault(term, None)
-    return list(seen)
+            seen.setdefault(canonical(term) or term, term)
+    return list(seen.values())
 
 
 def normalise_names(values: Iterable[str] | None) -> list[str]:

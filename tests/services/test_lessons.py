@@ -19,6 +19,23 @@ def test_lesson_create_normalises_terms(team):
     assert lesson.tech_stacks == ["supabase"]
 
 
+def test_spellings_of_one_term_are_stored_once(team):
+    # searches and filters read these as one term; stored apart they took room in the list's budget
+    lesson = lesson_create(team=team, title="Build output", tech_stacks=["Next.js", "nextjs", "NEXTJS", "next-js"],
+                           tags=["error-handling", "error handling", "Error_Handling", "c++", "c#", "c"])
+    assert lesson.tech_stacks == ["next.js"]
+    assert lesson.tags == ["error-handling", "c++", "c#", "c"]
+    lesson = lesson_services.lesson_update(lesson=lesson, tags=["Back Off", "backoff", "retries"])
+    assert Lesson.objects.get(pk=lesson.pk).tags == ["back off", "retries"]
+
+
+def test_a_merge_keeps_one_spelling_of_a_term_both_lessons_carry(team):
+    kept = lesson_create(team=team, title="Retry with jitter", tags=["back-off"], tech_stacks=["node.js"])
+    other = lesson_create(team=team, title="Retries need jitter", tags=["backoff", "jitter"], tech_stacks=["nodejs"])
+    merged = curation_services.lesson_merge(keep=kept, merged=[other])
+    assert (merged.tags, merged.tech_stacks) == (["back-off", "jitter"], ["node.js"])
+
+
 @pytest.mark.parametrize(
     "field, value",
     [("confidence", 7), ("frequency", 0), ("status", "maybe"), ("title", ""), ("category", "Not OK!"),
