@@ -8,15 +8,22 @@ other 16 ms, and at once on two threads 13 ms (ONNX Runtime releases the GIL; be
 context queries, one thread a session run). In hybrid mode the second encoder thread competes with
 statement 1 for the cores; on a 200-lesson team context searches still went from 32.6/43.0 to
 29.1/37.4 ms p50/p95, and at 300,000 lessons the difference was inside the noise.
+
+Before any encode, `model_reads` asks the model's own tokenizer whether the query holds a word it
+knows (0.08 ms); a query without one is not encoded at all (engine.py).
 """
 
 import logging
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import lru_cache
+from pathlib import Path
 from time import perf_counter
 
 import numpy as np
 
 from lessons.embedding import EmbeddingUnavailable, get_embedding_backend
+from lessons.embedding.onnx_queries import load_tokenizer
 
 logger = logging.getLogger("lessons.search")
 
@@ -56,6 +63,48 @@ def encode_in_background(texts: list[str]) -> QueryEncoding:
 
 def model_unavailable_reason() -> str | None:
     return get_embedding_backend().unavailable_reason
+
+
+def model_reads(text: str) -> bool:
+    """Whether the model finds a word in `text`: a word piece its tokenizer knows (not [UNK], not
+    [CLS] or [SEP]) with a letter or a digit, among the pieces it would encode. Without one ("😀",
+    "①" and "∑" are [UNK]; "→→" and "!!!" are punctuation pieces; Thai is [UNK] to
+    all-MiniLM-L6-v2) the vector says nothing of the text: every such query gets nearly the same
+    one, and its cosines ranked rows by how close they happened to lie to it, the best labelled
+    `high` on meaning alone. True when the backend has no tokenizer to ask (a test backend)."""
+    tokenizer = _tokenizer(_model_dir())
+    if tokenizer is None:
+        return True
+    unknown = tokenizer.token_to_id("[UNK]")
+    with _TOKENIZER_LOCK:
+        encoding = tokenizer.encode(text)
+    return any(not special and piece_id != unknown and any(ch.isalnum() for ch in piece.removeprefix("##"))
+               for piece, piece_id, special in zip(encoding.tokens, encoding.ids, encoding.special_tokens_mask))
+
+
+_TOKENIZER_LOCK = threading.Lock()  # as OnnxEncoder's: one encode at a time keeps its Rust borrow checks quiet
+
+
+def _model_dir() -> Path | None:
+    """Where the backend's model lies; None for a backend without one (a test backend) or whose
+    model package is missing (its encode then says why, as before)."""
+    try:
+        return get_embedding_backend().model_dir
+    except (AttributeError, ImportError):
+        return None
+
+
+@lru_cache(maxsize=4)
+def _tokenizer(model_dir: Path | None):
+    """The model's own tokenizer (its tokenizer.json, truncated at max_seq_length as the encoder
+    is), loaded once; None when the backend has none or it cannot be read."""
+    if model_dir is None:
+        return None
+    try:
+        return load_tokenizer(model_dir=model_dir)
+    except Exception as error:  # no tokenizer to ask: the query is encoded as before
+        logger.warning("the query tokenizer could not be loaded, every query is encoded: %s", error)
+        return None
 
 
 def _vectors(outcomes: list) -> tuple[list[np.ndarray], str | None]:

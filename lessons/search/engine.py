@@ -67,7 +67,12 @@ A row without a vector yet (just written, its embedding queued) is scored on wor
 its weights renormalised without meaning, as a search without the model scores every row; its
 explanation says `embedding: pending` and `candidates.not_embedded` counts such rows.
 Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query or nothing found ->
-the most recently updated rows (same-title lessons folded as in 2), `fallback="recency"`.
+the most recently updated rows (same-title lessons folded as in 2), `fallback="recency"`. A query
+the model reads no word of (emoji, symbols, a script its vocabulary lacks; encode.model_reads) is
+not encoded: hybrid mode searches it by its words, semantic mode finds nothing, so a query without
+a readable word at all answers the recency fallback in every mode, as text mode always did.
+A short query whose exact term a row carries only in another stored spelling costs one statement
+more: that row's words measured in its own spelling (exact.with_spelled_keyword_signals).
 """
 
 from time import perf_counter
@@ -77,8 +82,8 @@ from django.utils import timezone
 
 from lessons.search import scoring
 from lessons.search.context import STOP_WORDS, contextual_query, extract_keywords
-from lessons.search.encode import encode_in_background, model_unavailable_reason
-from lessons.search.exact import EXACT_TIER_MAX_TERMS
+from lessons.search.encode import encode_in_background, model_reads, model_unavailable_reason
+from lessons.search.exact import EXACT_TIER_MAX_TERMS, with_spelled_keyword_signals
 from lessons.search.filters import filter_parts
 from lessons.search.hits import candidate_from_row, hit_from_candidate, recency_hits, respond
 from lessons.search.keyword import english_lexemes
@@ -154,7 +159,13 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     # Encode and query at once: statement 1 runs while the model encodes on the other core, and in
     # a hybrid search a worker thread runs the semantic legs on its own connection as soon as the
     # encode ends (parallel.py).
-    encoding = encode_in_background([query] + ([contextual] if contextual else [])) if request.mode != "text" else None
+    # A query the model reads no word of ("😀", "→→", a script it lacks) has no meaning to measure:
+    # its vector is the unknown word piece's, whatever it says (encode.model_reads). It is searched
+    # by its words alone, and in semantic mode by nothing: the recency fallback, as text mode
+    # answers a query without a word either.
+    unreadable = request.mode != "text" and not model_reads(query)
+    encoding = (encode_in_background([query] + ([contextual] if contextual else []))
+                if request.mode != "text" and not unreadable else None)
     model_off = request.mode != "text" and model_unavailable_reason() is not None
     beside = None
     if encoding is not None and request.mode == "hybrid" and not model_off and legs_beside_allowed():
@@ -165,7 +176,7 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     keyword_rows, leg_counts = [], {}
     if request.mode != "semantic":
         keyword_rows, leg_counts = keyword_statement(**keyword_legs, exact_terms=exact_terms,
-                                                     with_fields=request.mode == "text" or model_off)
+                                                     with_fields=request.mode == "text" or model_off or unreadable)
     # 1 when the keyword leg's heads could not prove their top k is BM25's (keyword.py)
     keyword_unproved = leg_counts.pop("keyword_unproved", 0)
     timings["sql"] = _ms(tick)
@@ -178,6 +189,8 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     elif encoding is not None:
         vectors, degraded_reason, timings["embed"] = encoding.result()
         literals = [vector_literal(vector) for vector in vectors]
+    elif model_off:  # no encode was asked for (an unreadable query), and the model is off all the same
+        degraded_reason = model_unavailable_reason()
     use_semantic = bool(vectors)
     use_keyword = request.mode != "semantic" or not use_semantic  # semantic mode without a model: words
     tick = perf_counter()
@@ -193,14 +206,23 @@ def _search(*, request: SearchRequest) -> SearchResponse:
             feedback=_feedback(vectors[0]),
         )
         leg_counts = {**{LEG_NAMES[name]: len(found) for name, found in semantic.items()}, **leg_counts}
-    elif request.mode == "semantic":
+    elif request.mode == "semantic" and degraded_reason is not None:  # the model is off or failed
         degraded_reason = f"{degraded_reason}; semantic mode answered by keywords and quality"
         exact_terms = query_exact_terms
         rows, leg_counts = keyword_statement(**keyword_legs, exact_terms=exact_terms, with_fields=True)
         keyword_unproved = leg_counts.pop("keyword_unproved", 0)
-    elif request.mode == "hybrid" and not model_off:
+    elif request.mode == "hybrid" and not model_off and not unreadable:
         rows = rows_with_fields(kind=kind, keyword_rows=keyword_rows)  # the encode failed
     timings["sql"] += _ms(tick)
+
+    if exact_terms and rows:
+        # a row carrying a term only in another stored spelling ("errorhandling": the tag "error
+        # handling") has its words measured in that spelling, which BM25 reads as other words (exact.py)
+        tick = perf_counter()
+        with_spelled_keyword_signals(kind=kind, team_id=request.team.pk, query=keyword_query, rows=rows,
+                                     exact_terms=exact_terms,
+                                     written=scoring.query_written_forms(keyword_query, STOP_WORDS))
+        timings["sql"] += _ms(tick)
 
     # --- fuse ------------------------------------------------------------------------------------
     tick = perf_counter()

@@ -4,11 +4,23 @@ category; a memory's categories and emotions), found on the GIN indexes of those
 They are the rows the exact-term tier ranks first (seed 000: `nextjs` returns every Next.js
 lesson before unrelated semantic neighbours), made candidates even when neither other leg
 reached them.
+
+A row the leg finds through another stored spelling of a term (the query says `errorhandling`,
+the row's tag `error handling`; lessons/search/spellings.py) is one the BM25 leg cannot match:
+the text parser reads the two spellings as different words. Its words are measured by the query
+written in the row's own spelling (`with_spelled_keyword_signals`), so it is scored, explained
+and labelled as that spelling's query would have it: before, its hit had no matched terms and
+read `medium` where the stored spelling read `high`.
 """
 
 import re
 
-from lessons.search.kinds import SearchKind
+from django.db import connection
+
+# the BM25 leg's own query terms, idf weights and word share: a respelled query is scored as the leg scores it
+from lessons.search.keyword import _terms_and_weights_sql, _word_share_sql, bm25_parameters
+from lessons.search.kinds import _PARTS, SearchKind, canonical
+from lessons.search.scoring import bare_word, respelled_query
 
 # Only short queries form a tier: a tag, a tech stack, a title word or two.
 EXACT_TIER_MAX_TERMS = 3
@@ -90,3 +102,85 @@ def _one_term_arms_sql(*, kind: SearchKind, alternatives: list[str], variants: l
            f" GROUP BY {columns} ORDER BY {kind.exact_order} LIMIT %s")
     params = [value for _ in alternatives for value in (*filter_params, variants)]
     return sql, [*params, limit]
+
+
+def with_spelled_keyword_signals(*, kind: SearchKind, team_id: int, query: str, rows: list[dict],
+                                 exact_terms: list[str], written: dict[str, set[str]]) -> None:
+    """In place: each row carrying every exact term, some of them only in spellings the query did
+    not write (`written`: scoring.query_written_forms), gets the keyword signals (BM25, its
+    attainable maximum, matched terms, coverage, word share) of `query` written in the row's
+    spellings, when they say more than its own. One statement for all such rows, none when the
+    query writes every term as its rows do."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        if not set(exact_terms) <= kind.exact_terms_of(row):
+            continue
+        if spelled := _spelled_terms(kind=kind, row=row, terms=exact_terms, written=written):
+            groups.setdefault(respelled_query(query, spelled), []).append(row)
+    if not groups:
+        return
+    statements, params = [], []
+    for group, (respelled, members) in enumerate(groups.items()):
+        sql, sql_params = spelled_keyword_sql(kind_code=kind.keyword_code, team_id=team_id, query=respelled,
+                                              row_ids=[row["id"] for row in members])
+        statements.append(f"(SELECT {group} AS spelled_group, found.* FROM ({sql}) AS found)")
+        params.extend(sql_params)
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(statements), params)
+        found = {(group, row_id): signals for group, row_id, *signals in cursor.fetchall()}
+    for group, members in enumerate(groups.values()):
+        for row in members:
+            if (group, row["id"]) in found:
+                _take_if_stronger(row, *found[(group, row["id"])])
+
+
+def _spelled_terms(*, kind: SearchKind, row: dict, terms: list[str], written: dict[str, set[str]]) -> dict[str, str]:
+    """term -> the spelling the row carries it in, for each term it carries in no spelling the
+    query wrote: its value ("error handling"), else a part of one, else a word of its title."""
+    values = [value for column in kind.exact_arrays for value in row.get(column) or []]
+    values += [row[column] for column in kind.exact_scalars if row.get(column)]
+    carried: dict[str, list[str]] = {}
+    for spelling in (*values, *(part for value in values for part in _PARTS.split(value)), *kind.exact_words(row)):
+        if term := canonical(spelling):
+            carried.setdefault(term, []).append(bare_word(spelling))
+    return {term: carried[term][0] for term in terms
+            if carried.get(term) and not set(carried[term]) & written.get(term, set())}
+
+
+def _take_if_stronger(row: dict, score, matched_terms, coverage, max_score, word_share) -> None:
+    """The respelled query's signals replace the row's own when they reach a larger share of their
+    query's attainable BM25 (a row whose text also says the query's spelling keeps the better)."""
+    own = float(row.get("bm25_p") or 0.0) / float(row.get("bm25_max") or 1.0)
+    if not max_score or float(score) / float(max_score) <= own:
+        return
+    row.update(bm25_p=score, bm25_max=max_score, terms_p=list(matched_terms), coverage_p=coverage,
+               word_share_p=word_share)
+
+
+def spelled_keyword_sql(*, kind_code: str, team_id: int, query: str, row_ids: list[int]) -> tuple[str, list]:
+    """One SELECT (id, score, matched_terms, coverage, max_score, word_share) of `row_ids`, scored
+    for `query` as the BM25 leg scores a row (keyword.py's formula, statistics and outputs), each
+    row's postings read by primary key: a few rows, not every posting of the query's terms (a
+    spelled tech stack is carried by thousands of rows on a large team)."""
+    k1, b, weights = bm25_parameters()
+    weighted_tf = " + ".join(f"{weights[f]!r}::float8 * p.tf_{f.lower()}" for f in "ABCD")
+    weighted_len = " + ".join(f"{weights[f]!r}::float8 * p.len_{f.lower()}" for f in "ABCD")
+    stats_len = " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD")
+    term_factor = f"p.tf * {k1 + 1!r} / (p.tf + {k1!r} * (1 - {b!r} + {b!r} * p.len / stats.avglen))"
+    sql = f"""
+        WITH {_terms_and_weights_sql(stats_len=stats_len)}, spelled_postings AS (
+            SELECT p.row_id, w.lexeme, w.english, w.weight, ({weighted_tf}) AS tf, ({weighted_len}) AS len
+              FROM weighted_terms AS w JOIN lessons_keyword_posting AS p
+                ON p.kind = %s AND p.row_id = ANY(%s::bigint[]) AND p.lexeme = w.lexeme
+        ), spelled AS (
+            SELECT p.row_id, sum(p.weight * {term_factor}) AS score, array_agg(p.lexeme) AS matched_terms,
+                   count(*) FILTER (WHERE p.english) AS english_matched
+              FROM spelled_postings AS p CROSS JOIN stats
+             WHERE p.tf > 0
+             GROUP BY p.row_id
+        )
+        SELECT s.row_id AS id, s.score, s.matched_terms,
+               s.english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage,
+               (SELECT sum(weight) * {k1 + 1!r} FROM term_weights) AS max_score, {_word_share_sql("s")}
+          FROM spelled AS s"""
+    return sql, [query, query, kind_code, team_id, kind_code, team_id, kind_code, list(row_ids)]

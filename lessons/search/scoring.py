@@ -15,6 +15,7 @@ TECH_MISMATCH_FACTOR = 0.5  # seed 000: the semantic part is halved
 PART_NAMES = ("semantic", "keyword", "quality")
 
 _SPLIT = re.compile(r"[\s,;/|]+")
+_QUERY_WORD = re.compile(r"[^\s,;/|]+")  # a word as _SPLIT cuts the query
 _TERM_CHARACTER = re.compile(r"[a-z0-9]")
 
 __all__ = ["canonical"]
@@ -23,12 +24,24 @@ __all__ = ["canonical"]
 def query_term_forms(query: str, stop_words: frozenset[str]) -> dict[str, list[str]]:
     """The query's content terms, canonical, in order, without stop words or duplicates, each with
     the spellings to look for in stored arrays ('next.js' -> 'nextjs': ['next.js', 'nextjs'])."""
-    forms: dict[str, set[str]] = {}
+    return {term: sorted({term, *words}) for term, words in query_written_forms(query, stop_words).items()}
+
+
+def query_written_forms(query: str, stop_words: frozenset[str]) -> dict[str, set[str]]:
+    """The query's content terms, canonical, in order, each with the words the query wrote it as
+    (lowercased, without the punctuation around them): 'Next.js' -> 'nextjs': {'next.js'}."""
+    written: dict[str, set[str]] = {}
     for raw in _query_words(query):
         term = canonical(raw)
         if term and raw not in stop_words:
-            forms.setdefault(term, {term}).add(raw)
-    return {term: sorted(spellings) for term, spellings in forms.items()}
+            written.setdefault(term, set()).add(raw)
+    return written
+
+
+def respelled_query(query: str, spellings: dict[str, str]) -> str:
+    """`query` with each word whose term `spellings` maps written as that spelling instead
+    ('vue3 upgrade', {'vue3': 'vue 3'} -> 'vue 3 upgrade'); every other character as it was."""
+    return _QUERY_WORD.sub(lambda word: spellings.get(canonical(bare_word(word.group())), word.group()), query)
 
 
 def unlisted_words(query: str, stop_words: frozenset[str]) -> int:
@@ -43,7 +56,12 @@ def unlisted_words(query: str, stop_words: frozenset[str]) -> int:
 
 def _query_words(query: str):
     """The query's words, lowercased, without the punctuation around them."""
-    return (raw.strip(".,;:!?'\"()[]{}") for raw in _SPLIT.split(query.lower()))
+    return (bare_word(raw) for raw in _SPLIT.split(query.lower()))
+
+
+def bare_word(word: str) -> str:
+    """A word lowercased, without the punctuation around it, as the query's words are compared."""
+    return word.lower().strip(".,;:!?'\"()[]{}")
 
 
 def query_terms(query: str, stop_words: frozenset[str]) -> list[str]:

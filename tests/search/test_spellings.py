@@ -54,8 +54,10 @@ def test_the_spellings_come_with_the_keyword_plan_in_one_round_trip(team, next_l
     with CaptureQueriesContext(connection) as queries:
         response = search(request=SearchRequest(team=team, query="nextjs", mode="text"))
     assert {hit.id for hit in response.results[:2]} == {next_lessons["dotted"], next_lessons["plain"]}
-    probe, statement = (query["sql"] for query in queries.captured_queries)  # as any text search
+    # as any text search, and one statement more: the row stored as `next.js` measured in its own spelling
+    probe, statement, spelled = (query["sql"] for query in queries.captured_queries)
     assert "lessons_keyword_df" in probe and "regexp_replace(lexeme" in probe
+    assert "spelled_postings" in spelled
 
 
 @pytest.mark.parametrize("stack", ["nextjs", "Next.js", "next.js"])
