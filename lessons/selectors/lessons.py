@@ -1,17 +1,30 @@
-"""Domain queries over lessons (seeds 000 and 003), all answered by the search engine, so each
-returns a SearchResponse and the API serialises them one way."""
+"""Domain queries over lessons (seeds 000 and 003). Each returns a SearchResponse, so the API
+serialises them one way: searches answered by the search engine, and one listing (a phase's
+lessons, when the phase is all a caller gives) read straight from the database."""
 
 from collections.abc import Sequence
+import math
 import re
+from time import perf_counter
 
 from django.conf import settings
+from django.db.models import Case, F, FloatField, IntegerField, Value, When
+from django.db.models.functions import Greatest, Least, Ln
 
-from lessons.models import Team
-from lessons.search import SearchFilters, SearchRequest, SearchResponse, search
+from lessons.models import Lesson, Team
+from lessons.search import (
+    MAX_LIMIT, SearchFilters, SearchHit, SearchRequest, SearchRequestError, SearchResponse, search,
+)
+from lessons.search.filters import phase_categories
+from lessons.search.kinds import FREQUENCY_SATURATION, LESSONS
+from lessons.search.scoring import collapse_same_title_rows
 from lessons.search.types import MAX_QUERY_CHARS
 
 SESSION_ACTIVITY_CHARS = 1_000
 SESSION_PATH_PART_CHARS = 100
+# The phase listing reads this many lessons past its page, so same-title lessons can fold (as the
+# engine's recency fallback does).
+PHASE_FOLD_ROOM = 50
 
 
 def lessons_relevant(
@@ -24,9 +37,12 @@ def lessons_relevant(
 ) -> SearchResponse:
     """Lessons for a project: the query describes it ("saas project using nextjs, supabase"); the
     caller's tech stack and project type are scored as metadata (and a lesson for other stacks has
-    its semantic part halved), the phase narrows the categories. Nothing to go on: recent lessons."""
+    its semantic part halved), the phase narrows the categories. A phase alone is the phase's
+    listing (`lessons_of_phase`). Nothing to go on: recent lessons."""
     tech = tuple(t.strip().lower() for t in tech_stack if t and t.strip())
     described = " ".join(part for part in [project_type and f"{project_type} project", tech and "using " + ", ".join(tech)] if part)
+    if not described and phase:
+        return lessons_of_phase(team=team, phase=phase, limit=limit)
     return search(
         request=SearchRequest(
             team=team,
@@ -38,6 +54,62 @@ def lessons_relevant(
             filters=SearchFilters(phase=phase),
         )
     )
+
+
+def lessons_of_phase(*, team: Team, phase: str, limit: int = 15) -> SearchResponse:
+    """The confirmed lessons a phase allows (settings.SEARCH_PHASE_CATEGORIES), its categories in
+    the mapping's order (the first is the phase's own: `testing` for testing), each category most
+    confident and most frequent first, as the engine's quality part weighs them (0.7 x confidence
+    + 0.3 x the frequency part), newest first on a tie. Same-title lessons fold as in a search.
+
+    A listing, not a search: with a phase and nothing else there is no text to rank by meaning.
+    The phase was a filter on a search without a query, which is the recency fallback: every phase
+    allowing `workflow` (all but design) answered the same newest workflow lessons, labelled low,
+    while the demo has 17 confirmed testing lessons. Seed 000 ranks a phase's lessons by the
+    project's context and their quality; with no context, quality is what is left. The phase's
+    name as the query was the other choice, and a poor one: only testing and deployment are names
+    of categories, and "discovery" or "build" as a query ranks by what those words happen to mean.
+
+    Each hit's score is its quality (reported use left out: the order is the database's, over all
+    of the phase's lessons, not only a page of them), so scores fall within a category and start
+    again at the next. Its label says what the listing knows, never a meaning it did not measure:
+    `high` for the phase's own category, `medium` for the others it allows. No fallback: a team
+    without lessons of the phase gets none. An unknown phase is a SearchRequestError on `phase`."""
+    started = perf_counter()
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise SearchRequestError("limit", f"must be a whole number from 1 to {MAX_LIMIT}, got {limit!r}")
+    categories = phase_categories(phase)
+    standing = Case(*(When(category=category, then=Value(n)) for n, category in enumerate(categories)),
+                    output_field=IntegerField())
+    frequency_part = Least(Value(1.0), Ln(Greatest(F("frequency"), 1) + 1.0) / math.log1p(FREQUENCY_SATURATION),
+                           output_field=FloatField())
+    tick = perf_counter()
+    rows = list(
+        Lesson.objects.filter(team=team, status__in=SearchFilters().statuses, category__in=categories)
+        .annotate(standing=standing, base_quality=0.7 * F("confidence") + 0.3 * frequency_part)
+        .order_by("standing", F("base_quality").desc(), "-updated_at", "-id")
+        .values(*LESSONS.fields)[: limit + PHASE_FOLD_ROOM]
+    )
+    sql_ms = (perf_counter() - tick) * 1000.0
+    # folded, a lesson's frequency is its title's sum: its quality can rise past its neighbours'
+    folded = [(categories.index(row["category"]), _base_quality(row), row, ids)
+              for row, ids in collapse_same_title_rows(rows)]
+    ranked = sorted(folded, key=lambda entry: (entry[0], -entry[1]))[:limit]
+    hits = [
+        SearchHit(id=row["id"], external_id=row["external_id"], kind=LESSONS.hit_kind, fields=row,
+                  score=round(quality, 4), relevance="high" if standing == 0 else "medium", found_by=[],
+                  collapsed_ids=ids if len(ids) > 1 else [])
+        for standing, quality, row, ids in ranked
+    ]
+    # `mode` is one of the engine's (the answer's shape has no listing): the request's default, as the
+    # recency fallback reports it
+    return SearchResponse(mode="hybrid", degraded=False, degraded_reason=None, fallback=None, results=hits,
+                          timings_ms={"sql": round(sql_ms, 2), "total": round((perf_counter() - started) * 1000.0, 2)})
+
+
+def _base_quality(row: dict) -> float:
+    """The engine's quality part of a lesson without its reported use (kinds.lesson_quality)."""
+    return LESSONS.quality({**row, "used_count": 0}, None)
 
 
 def lessons_patterns_for_feature(
