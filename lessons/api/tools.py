@@ -216,7 +216,8 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     ),
     AgentTool(
         name="relevant_lessons",
-        description="Lessons relevant to a project: its type, tech stack and phase.",
+        description=("Lessons relevant to a project: its type, tech stack and phase. A phase alone lists that "
+                     "phase's confirmed lessons by category and quality."),
         endpoint="GET /lessons/relevant",
         input=RelevantLessonsQuery,
         output=SearchOut,
