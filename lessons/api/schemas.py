@@ -8,6 +8,7 @@ The agent tools (`GET /tools`, MCP) are generated from these same input classes.
 import json
 import re
 import typing
+import unicodedata
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -54,6 +55,31 @@ def _id_in_digits(value: Any) -> Any:
 
 
 PathId = Annotated[int, BeforeValidator(_id_in_digits)]
+
+
+def _stored_at_most(max_length: int):
+    def check(text: str) -> str:
+        if len(normalise_text(text)) > max_length:  # pydantic's own refusal, as a raw max_length gave it
+            raise PydanticCustomError(
+                "string_too_long", "String should have at most {max_length} characters", {"max_length": max_length})
+        return text
+
+    return check
+
+
+def stored_text(max_length: int) -> Any:
+    """A free text (a title, a description, a memory's content) of at most `max_length` characters
+    as it is stored (lessons.text.clean_text: NFC, without invisible characters, trimmed): "e" and a
+    combining accent are one character once stored, and a description of 20,000 of them (40,000
+    code points) was refused as longer than 20,000 characters, while the text that NFC lengthens
+    passed here and was refused by the model. The schema says the same maxLength: a client counting
+    what it sends can only refuse more."""
+    return Annotated[str, AfterValidator(_stored_at_most(max_length)),
+                     Field(json_schema_extra={"maxLength": max_length})]
+
+
+Title = stored_text(300)
+FreeText = stored_text(MAX_TEXT_CHARS)
 
 LessonStatusName = Literal["proposed", "confirmed", "rejected"]
 
@@ -286,10 +312,10 @@ class LessonDecisionOut(LessonOut):
 class LessonProposeIn(StrictIn):
     """A lesson as an agent proposes it; it waits as `proposed` for a curator."""
 
-    title: str = Field(min_length=1, max_length=300, description="One line: what was learned.")
-    description: str = Field("", max_length=MAX_TEXT_CHARS, description="What happened.")
-    context: str = Field("", max_length=MAX_TEXT_CHARS, description="Where it applies.")
-    recommendation: str = Field("", max_length=MAX_TEXT_CHARS, description="What to do next time.")
+    title: Title = Field(min_length=1, description="One line: what was learned.")
+    description: FreeText = Field("", description="What happened.")
+    context: FreeText = Field("", description="Where it applies.")
+    recommendation: FreeText = Field("", description="What to do next time.")
     category: str = Field(
         "workflow", min_length=1, max_length=MAX_TERM_CHARS, description="architecture, security, database, ..."
     )
@@ -311,10 +337,10 @@ class LessonIn(LessonProposeIn):
 class LessonPatch(StrictIn):
     """Only the fields sent are changed."""
 
-    title: str = Field(None, min_length=1, max_length=300)
-    description: str = Field(None, max_length=MAX_TEXT_CHARS)
-    context: str = Field(None, max_length=MAX_TEXT_CHARS)
-    recommendation: str = Field(None, max_length=MAX_TEXT_CHARS)
+    title: Title = Field(None, min_length=1)
+    description: FreeText = None
+    context: FreeText = None
+    recommendation: FreeText = None
     category: str = Field(None, min_length=1, max_length=MAX_TERM_CHARS)
     confidence: float = Field(None, ge=0.0, le=1.0)
     frequency: int = Field(None, ge=1, le=MAX_FREQUENCY)
@@ -339,6 +365,8 @@ def _words_given(text: str | None) -> str | None:
         raise ValueError("a blank value matches nothing; leave the parameter out instead")
     if text is not None and not _words_to_find(text):
         raise ValueError("no word to look for, only punctuation; leave the parameter out instead")
+    if text is not None and len(words := _different_words(text)) > MAX_TEXT_FILTER_WORDS:
+        raise ValueError(f"at most {MAX_TEXT_FILTER_WORDS} different words; got {len(words)}")
     return text
 
 
@@ -375,8 +403,46 @@ def _storable_terms(values: list[str] | None) -> list[str] | None:
 _AROUND_WORDS = "\"'.,;:!?()[]{}«»“”‘’¿¡…"
 
 
+# Every word of a list's text filter is a regular expression run over each row's fields, and a row
+# must hold them all: "a" written 1,000 times kept the database busy for 44 s on a 2,000-lesson
+# team, long after the client had left. A repeat counts once, and past this many different words
+# the text is refused: a row rarely holds 32 words someone chose, while each costs one more scan of
+# every row (32 words that every one of 2,000 lessons holds: about 1 s a query); ranking rows by a
+# long text is what a search (POST /search) is for.
+MAX_TEXT_FILTER_WORDS = 32
+
+
 def _words_to_find(text: str | None) -> list[str]:
     return [word for word in (w.strip(_AROUND_WORDS) for w in normalise_text(text or "").split()) if word]
+
+
+def _ascii_lower(text: str) -> str:
+    return "".join(character.lower() if character.isascii() else character for character in text)
+
+
+def _compared_as(word: str) -> str:
+    """What tells `word` apart from the filter's other words, as far as Python can say without the
+    database (_every_word folds the rest): the marks on a Latin letter set aside, as unaccent()
+    removes them ("Café" is "cafe"; a word of an unspaced script is matched as written, marks and
+    all), and Latin letters in any case. Other letters keep their case: whether "Σ" is "σ" depends
+    on the database's locale, and a repeat read as two words costs a test, never a wrong answer."""
+    if UNSPACED_SCRIPTS.search(word):
+        return _ascii_lower(word)
+    kept, on_latin_letter = [], False
+    for character in unicodedata.normalize("NFD", word):
+        if unicodedata.combining(character) and on_latin_letter:
+            continue
+        on_latin_letter = character.isascii() and character.isalpha()
+        kept.append(character)
+    return _ascii_lower(unicodedata.normalize("NFC", "".join(kept)))
+
+
+def _different_words(text: str | None) -> list[str]:
+    """The words of `text` to look for, each once (the first spelling of it kept)."""
+    first_spellings: dict[str, str] = {}
+    for word in _words_to_find(text):
+        first_spellings.setdefault(_compared_as(word), word)
+    return list(first_spellings.values())
 
 
 def _every_word(text: str | None, *fields: str) -> Q:
@@ -386,10 +452,16 @@ def _every_word(text: str | None, *fields: str) -> Q:
     no longer finds "heart" or "party". Both sides are folded by PostgreSQL's unaccent(), so "soren"
     finds Søren, which Python's Unicode decomposition leaves as it is: the fields in SQL, the words
     before their pattern is built (folded_accents; `__unaccent__` would fold the finished pattern,
-    and "×" became a live "*")."""
-    words = _words_to_find(text)
-    condition = Q()
+    and "×" became a live "*"). A word written again, in any case or with other accents, is tested
+    once (MAX_TEXT_FILTER_WORDS)."""
+    words = _different_words(text)
+    condition, folded_words = Q(), set()
     for word, unaccented in zip(words, folded_accents(words), strict=True):
+        if not UNSPACED_SCRIPTS.search(word):
+            # unaccent() folds what Python does not ("Søren" and "Soren"): still one test
+            if (folded := _ascii_lower(unaccented)) in folded_words:
+                continue
+            folded_words.add(folded)
         either = Q()
         for name in fields:
             if UNSPACED_SCRIPTS.search(word):  # without spaces (東京 in 東京タワーに行った) a word is the run
@@ -421,7 +493,8 @@ class LessonFilters(FilterSchema):
     text: str | None = Field(
         None, max_length=MAX_QUERY_CHARS,
         description="Words in the title or description (each of them, whole words, any case and order, with or "
-                    "without accents).",
+                    f"without accents; a repeated word counts once, at most {MAX_TEXT_FILTER_WORDS} different "
+                    "words).",
     )
     # A set of values, as tech_stack and tag are: repeated, any of them (`?status=proposed&status=rejected`)
     status: Annotated[list[LessonStatusName] | None, FilterLookup("status__in")] = Field(
@@ -515,8 +588,8 @@ class MemoryVersionOut(ModelSchema):
 
 
 class MemoryIn(StrictIn):
-    content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The short form.")
-    details: str = Field("", max_length=MAX_TEXT_CHARS, description="The full form.")
+    content: FreeText = Field(min_length=1, description="The short form.")
+    details: FreeText = Field("", description="The full form.")
     categories: Terms = Field([], description="person, emotion, interest, event, ...")
     importance: int = Field(5, ge=1, le=10, description="1 (trivial) to 10 (life-changing); ranks it higher.")
     people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(
@@ -533,9 +606,9 @@ class MemoryIn(StrictIn):
 class MemoryPatch(StrictIn):
     """Only the fields sent are changed; a new content or details keeps the old text as a version."""
 
-    content: str = Field(None, min_length=1, max_length=MAX_TEXT_CHARS, description=(
+    content: FreeText = Field(None, min_length=1, description=(
         "The new short form; the text it replaces is kept as a version."))
-    details: str = Field(None, max_length=MAX_TEXT_CHARS, description=(
+    details: FreeText = Field(None, description=(
         "The new full form; the text it replaces is kept as a version."))
     categories: Terms = Field(None, description="The whole new list (it replaces the old one): person, event, ...")
     importance: int = Field(None, ge=1, le=10, description="1 (trivial) to 10 (life-changing).")
@@ -609,7 +682,8 @@ class MemoryFilters(FilterSchema):
     text: str | None = Field(
         None, max_length=MAX_QUERY_CHARS,
         description="Words in the content or details (each of them, whole words, any case and order, with or "
-                    "without accents).",
+                    f"without accents; a repeated word counts once, at most {MAX_TEXT_FILTER_WORDS} different "
+                    "words).",
     )
     category: Annotated[list[str] | None, FilterLookup("categories__overlap")] = Field(
         None, description="Its categories hold one of these (a list; in a query string, repeat the parameter)."
