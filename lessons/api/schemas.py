@@ -1028,6 +1028,11 @@ class FeedbackMergedOut(Schema):
     counted_for: int = Field(description="The row it was merged into since the search, whose counts moved.")
 
 
+class FeedbackVersionOut(Schema):
+    id: int = Field(description="The earlier version as the search returned it (and as reported).")
+    counted_for: int = Field(description="The memory it is a version of (its current text), whose counts moved.")
+
+
 class FeedbackOut(Schema):
     search_id: str
     recorded: FeedbackRecordedOut = Field(description="The verdicts counted by this report.")
@@ -1036,6 +1041,9 @@ class FeedbackOut(Schema):
         "Recorded results merged into another row since the search: the verdict counted for that row."))
     gone: list[int] = Field(description=(
         "Results deleted since the search: nothing recorded or counted for them (the rest of the report is)."))
+    versions: list[FeedbackVersionOut] = Field(description=(
+        "Recorded results that are earlier versions of a memory (search-versions hits): the verdict counted "
+        "for the memory as it stands, whose answer shows the counts."))
 
 
 # --- health and tools ----------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Learning from use (issue 14): what searches returned, and which results agents used.
 
 - `search_record` keeps one search-shaped answer (team, query, mode, result ids in order, time)
-  under a new `search_id` and adds 1 to `returned_count` of every row it returned: one SQL
+  under a new `search_id` and adds 1 to `returned_count` of every row it returned (an earlier
+  version of a memory: to its memory, as its verdicts): one SQL
   statement (an INSERT and an `UPDATE ... WHERE id = ANY(...)` in one CTE), whatever the number
   of results. It never touches `updated_at`, and it is the callers' choice (API, MCP, the CLI's
   `search --json`), never the engine's: the engine stays a pure read.
@@ -9,8 +10,9 @@
   stands, a repeat is reported as already recorded and counts nothing. Counts move in the same
   transaction as the verdicts, by increments in SQL, so concurrent reports cannot lose one. A
   result merged into another row since the search counts for the row that absorbed it (its merge
-  record says which), each verdict once, also when several reach one row; one deleted since is
-  reported as gone, and nothing is recorded for it.
+  record says which), each verdict once, also when several reach one row; an earlier version of
+  a memory (a `search-versions` hit) counts for the memory as it stands, the same way; one deleted
+  since is reported as gone, and nothing is recorded for it.
 - `searches_purge` deletes searches older than the retention (their verdicts with them); the
   counts on the rows stay.
 - `usage_reset` zeroes a team's counts and forgets its searches (the simulation starts clean).
@@ -30,6 +32,7 @@ from django.utils import timezone
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
 
 from lessons.models import FeedbackVerdict, Lesson, LessonMerge, Memory, MemoryMerge, SearchRecord, Team
+from lessons.selectors.usage import versions_current_memory
 
 logger = logging.getLogger("lessons.usage")
 
@@ -78,20 +81,26 @@ def search_record(
     table = TABLES[kind]
     # The rows are locked in id order before the UPDATE: an UPDATE locks rows in the order it meets
     # them in the heap, which differs between snapshots as rows move, and concurrent searches
-    # sharing results deadlocked (most answered without a search_id).
+    # sharing results deadlocked (most answered without a search_id). An earlier version of a
+    # memory (a search-versions hit) is returned for its memory, as its verdicts count for it
+    # (feedback_record): on the version row, which no search ranks by its counts, a use came
+    # without its return.
+    reached = ("SELECT coalesce(r.current_version_id, r.id) AS id, count(*) AS n" if kind == "memories"
+               else "SELECT r.id, 1 AS n")
     statement = (
         "WITH record AS ("
         f" INSERT INTO {SearchRecord._meta.db_table}"
         " (id, team_id, kind, operation, query, mode, source, result_ids, created_at)"
         " VALUES (%s, %s, %s, %s, %s, %s, %s, %s::bigint[], %s) RETURNING id),"
-        f" locked AS MATERIALIZED (SELECT id FROM {table} WHERE team_id = %s AND id = ANY(%s::bigint[])"
-        " ORDER BY id FOR NO KEY UPDATE)"
-        f" UPDATE {table} SET returned_count = returned_count + 1, last_returned_at = %s"
+        f" reached AS ({reached} FROM {table} AS r WHERE r.team_id = %s AND r.id = ANY(%s::bigint[]) GROUP BY 1),"
+        f" locked AS MATERIALIZED (SELECT t.id, reached.n FROM {table} AS t JOIN reached USING (id)"
+        " WHERE t.team_id = %s ORDER BY t.id FOR NO KEY UPDATE OF t)"
+        f" UPDATE {table} SET returned_count = returned_count + locked.n, last_returned_at = %s"
         f" FROM locked WHERE {table}.id = locked.id AND EXISTS (SELECT 1 FROM record)"
     )
     params = [
         search_id, team.pk, kind, operation[:64], (query or "")[:MAX_QUERY_RECORD_CHARS], mode, source, ids, now,
-        team.pk, sorted(set(ids)), now,
+        team.pk, sorted(set(ids)), team.pk, now,
     ]
     try:
         for attempt in _attempts():
@@ -113,6 +122,7 @@ class FeedbackResult:
     not_helpful: list[int] = field(default_factory=list)  # newly recorded
     already_recorded: list[int] = field(default_factory=list)  # a verdict existed: nothing counted
     merged: dict[int, int] = field(default_factory=dict)  # recorded id -> the row it counted for
+    versions: dict[int, int] = field(default_factory=dict)  # recorded earlier version -> its current memory
     gone: list[int] = field(default_factory=list)  # deleted since the search: nothing recorded
 
     def as_dict(self) -> dict:
@@ -122,6 +132,7 @@ class FeedbackResult:
             "already_recorded": self.already_recorded,
             "merged": [{"id": merged, "counted_for": kept} for merged, kept in self.merged.items()],
             "gone": self.gone,
+            "versions": [{"id": version, "counted_for": memory} for version, memory in self.versions.items()],
         }
 
 
@@ -175,7 +186,11 @@ def _count_verdicts(*, team: Team, search_id: uuid.UUID, kind: str, verdicts: li
     table = TABLES[kind]
     result = FeedbackResult(search_id=search_id)
     with transaction.atomic(), connection.cursor() as cursor:
-        holders = _rows_holding(team=team, kind=kind, ids=[i for i, _ in verdicts])
+        ids = [i for i, _ in verdicts]
+        # An earlier version's counts sat on its own row, which no search ranks and no answer shows:
+        # the verdict is on what the memory says, so it counts for the memory.
+        current_of = versions_current_memory(team=team, ids=ids) if kind == "memories" else {}
+        holders = _rows_holding(team=team, kind=kind, ids=ids, current_of=current_of)
         result.gone = [i for i, _ in verdicts if i not in holders]
         verdicts = [(i, verdict) for i, verdict in verdicts if i in holders]
         # One verdict per (search, result): the unique constraint decides, also between two
@@ -190,9 +205,12 @@ def _count_verdicts(*, team: Team, search_id: uuid.UUID, kind: str, verdicts: li
         result.used = [i for i in used if inserted.get(i) == FeedbackVerdict.USED]
         result.not_helpful = [i for i in not_helpful if inserted.get(i) == FeedbackVerdict.NOT_HELPFUL]
         result.already_recorded = [i for i, _ in verdicts if i not in inserted]
-        result.merged = {i: holders[i] for i in [*result.used, *result.not_helpful] if holders[i] != i}
+        recorded = [*result.used, *result.not_helpful]
+        result.versions = {i: holders[i] for i in recorded if i in current_of}
+        result.merged = {i: holders[i] for i in recorded if holders[i] != i and i not in current_of}
         # Every verdict recorded counts, also two that reach one row (A and B used, B merged into A
-        # since): A counted once, and ended with less than a merge made after the same report sums.
+        # since; a memory and its earlier version): A counted once, and ended with less than a merge
+        # made after the same report sums.
         if result.used:
             holder_ids, times = _per_holder(holders, result.used)
             cursor.execute(
@@ -219,10 +237,11 @@ def _per_holder(holders: dict[int, int], ids: list[int]) -> tuple[list[int], lis
     return ordered, [times[holder] for holder in ordered]
 
 
-def _rows_holding(*, team: Team, kind: str, ids: list[int]) -> dict[int, int]:
-    """Each of `ids` (a search's results) -> the row that holds it now: itself, or the row a merge
-    since the search folded it into (merge records move to whoever absorbs the kept row, so one
-    lookup is enough). An id deleted since is left out. The rows are locked, in id order, until the
+def _rows_holding(*, team: Team, kind: str, ids: list[int], current_of: dict[int, int]) -> dict[int, int]:
+    """Each of `ids` (a search's results) -> the row that holds it now: itself, its current memory
+    for an earlier version (`current_of`, looked up by the caller), or the row a merge since the
+    search folded it into (merge records move to whoever absorbs the kept row, so one lookup is
+    enough). An id deleted since is left out. The rows are locked, in id order, until the
     caller's transaction ends: a merge or delete waits for the counts. FOR NO KEY UPDATE, the lock
     the counts' UPDATE takes anyway: two reports that both held FOR SHARE and then both wanted to
     update the rows deadlocked.
@@ -231,7 +250,9 @@ def _rows_holding(*, team: Team, kind: str, ids: list[int]) -> dict[int, int]:
     `search_record` locks: the results still present used to be locked first and the merged rows'
     holders in a second statement, so a report held C and waited for A while a search held A and
     waited for C (most reports of searches made before a merge ended in a deadlock). A merge that
-    commits between the lookup and the lock moves a row the lock then misses: looked up again."""
+    commits between the lookup and the lock moves a row the lock then misses: looked up again. A
+    version's memory is locked in that same statement; a version whose memory was deleted or merged
+    away meanwhile went with it, and the lock misses it: gone (a merge record names only the memory)."""
     table = TABLES[kind]
     model, merged_field, kept_field = MERGES[kind]
 
@@ -245,10 +266,10 @@ def _rows_holding(*, team: Team, kind: str, ids: list[int]) -> dict[int, int]:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT id FROM {table} WHERE team_id = %s AND id = ANY(%s::bigint[]) ORDER BY id FOR NO KEY UPDATE",
-                [team.pk, sorted({*ids, *absorbed.values()})],
+                [team.pk, sorted({*ids, *current_of.values(), *absorbed.values()})],
             )
             locked = {row[0] for row in cursor.fetchall()}
-        holders = {i: i if i in locked else absorbed.get(i) for i in ids}
+        holders = {i: current_of.get(i, i) if i in locked else absorbed.get(i) for i in ids}
         # A locked row cannot be merged away until we commit; only an id whose holder was missed can
         # have moved since the lookup (merged, or its holder merged or deleted).
         unheld = [i for i in ids if holders[i] not in locked]

@@ -85,6 +85,7 @@ def test_feedback_is_recorded_and_counted_once(api, lessons):
         "already_recorded": [],
         "merged": [],
         "gone": [],
+        "versions": [],
     }
     again = api.post("/feedback", body)
     assert again.status_code == 202

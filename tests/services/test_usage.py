@@ -69,7 +69,7 @@ def test_feedback_counts_used_and_not_helpful_once_per_result(team):
     result = feedback_record(team=team, search_id=search_id, used=[a.pk, a.pk], not_helpful=[c.pk])
     assert result.as_dict() == {
         "search_id": str(search_id), "recorded": {"used": [a.pk], "not_helpful": [c.pk]}, "already_recorded": [],
-        "merged": [], "gone": [],
+        "merged": [], "gone": [], "versions": [],
     }
     assert counts(Lesson, a.pk) == (1, 1, 0) and counts(Lesson, c.pk) == (1, 0, 1)
     assert Lesson.objects.get(pk=a.pk).last_used_at is not None
