@@ -346,11 +346,50 @@ class TeamFilter(admin.RelatedFieldListFilter):
 class TeamChosenOnceMixin:
     """A row's team is chosen when it is added and shown read-only after: the services do not move
     rows between teams (their searches, feedback and duplicates belong to the team), and a changed
-    team reached them as an unknown field, a 500."""
+    team reached them as an unknown field, a 500. It is shown by `TeamShown`, not as Django shows a
+    read-only foreign key."""
 
     def get_readonly_fields(self, request, obj=None):
         fields = tuple(super().get_readonly_fields(request, obj))
-        return fields if obj is None else ("team", *fields)
+        return fields if obj is None else (TeamShown(request=request, admin_site=self.admin_site), *fields)
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return fieldsets
+        shown = TeamShown(request=request, admin_site=self.admin_site)
+        return [
+            (title, {**options, "fields": tuple(shown if name == "team" else name for name in options["fields"])})
+            for title, options in fieldsets
+        ]
+
+
+class TeamShown:
+    """A row's team on its change page: a link to the team's page only for a curator who may open
+    it (the team admin's `has_view_permission`, which change permission grants too), the team as
+    text otherwise. Django links a read-only foreign key whatever the curator may do, and a
+    view-only curator's link to the team answered 403.
+
+    Django takes a callable as a read-only field, given the row; this one also holds the request.
+    The fieldsets and the read-only fields each get one, and Django matches them by equality."""
+
+    def __init__(self, *, request, admin_site):
+        self.request, self.admin_site = request, admin_site
+        self.__name__ = "team"  # the field's row is named after it: class "field-team", the team's help text
+        self.short_description = "team"
+
+    def __call__(self, obj):
+        team = obj.team
+        if not self.admin_site.get_model_admin(Team).has_view_permission(self.request, team):
+            return team_label(team)
+        url = reverse("admin:lessons_team_change", args=[team.pk], current_app=self.admin_site.name)
+        return format_html('<a href="{}">{}</a>', url, team_label(team))
+
+    def __eq__(self, other):
+        return isinstance(other, TeamShown) and other.request is self.request
+
+    def __hash__(self):
+        return id(self.request)
 
 
 class MergedAwayMixin:

@@ -1,6 +1,7 @@
 """The embedding status in the admin lists (computed in SQL, see lessons.selectors.embeddings), a
 filter on it, and the "Re-embed selected" action: it queues a task (lessons.services.embedding_jobs)
-and shows a page with the job's progress, read from the rows."""
+and shows a page with the job's progress, read from the rows; the job itself is read back from the
+task queue (or the session, with a queue that keeps no results)."""
 
 import uuid
 from datetime import timedelta
@@ -8,6 +9,7 @@ from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -15,7 +17,7 @@ from django.utils import timezone
 from django_tasks import TaskResultStatus
 
 from lessons.models import EmbeddingStatus
-from lessons.selectors.embedding_jobs import embedding_job_progress
+from lessons.selectors.embedding_jobs import embedding_job_from_queue, embedding_job_progress
 from lessons.selectors.embeddings import EMBEDDED_KINDS, with_embedding_status
 from lessons.services.embedding_jobs import EmbeddingJob, embedding_job_enqueue
 from lessons.services.embeddings import embedding_kind
@@ -70,7 +72,9 @@ KEPT_JOBS = 10
 
 
 def remember_job(request, job: EmbeddingJob) -> str:
-    """Keep the job in the curator's session (the last few) and return its token."""
+    """Keep the job in the curator's session (the last few) and return its token: the task's id.
+    The session is the job's only record with the immediate backend (development, tests), which
+    forgets a task once it has run; the database queue keeps it for every curator."""
     token = job.task_id or uuid.uuid4().hex
     jobs = request.session.get(SESSION_KEY, {})
     jobs[token] = job.as_dict()
@@ -79,13 +83,22 @@ def remember_job(request, job: EmbeddingJob) -> str:
 
 
 def embedding_job_view(request, token: str):
-    data = request.session.get(SESSION_KEY, {}).get(token)
-    if data is None:
-        raise Http404("no such re-embedding job in this session")
-    job = EmbeddingJob.from_dict(data)
-    started_at = _refresh_status(job)
-    progress = embedding_job_progress(job=job)
+    """Open to any curator who may see the job's kind of rows (the admin's permissions are per model,
+    every team's rows alike): the job used to be read from the session only, so a colleague, or the
+    same curator signed in again, got a 404 for a job the queue still held."""
+    queued = embedding_job_from_queue(task_id=token)
+    if queued is not None:
+        job, started_at = queued.job, queued.started_at
+    else:
+        data = request.session.get(SESSION_KEY, {}).get(token)
+        if data is None:
+            raise Http404("no such re-embedding job")
+        # the immediate backend's, or one pruned from the database queue: as the action left it
+        job, started_at = EmbeddingJob.from_dict(data), None
     model = EMBEDDED_KINDS[job.kind]
+    if not admin.site.get_model_admin(model).has_view_permission(request):
+        raise PermissionDenied(f"re-embedding {model._meta.verbose_name_plural} is not theirs to watch")
+    progress = embedding_job_progress(job=job)
     failed = job.status == TaskResultStatus.FAILED or bool(job.outcome.get("failed"))
     if job.status == TaskResultStatus.SUCCESSFUL and not progress.finished:
         failed = True
@@ -125,21 +138,3 @@ def _changelist_filters(request) -> str:
     filters = request.GET.get("_changelist_filters")
     return urlencode({"_changelist_filters": filters}) if filters else ""
 
-
-def _refresh_status(job: EmbeddingJob):
-    """Ask the queue again when it can tell (the database backend can; the immediate one already did).
-    Returns when a worker started the task, when the queue says."""
-    if not job.task_id or job.status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED):
-        return None
-    from lessons.tasks import reembed_items
-
-    if not reembed_items.get_backend().supports_get_result:
-        return None
-    try:
-        result = reembed_items.get_result(job.task_id)
-    except Exception:  # gone from the queue's table: the rows still tell the progress
-        return None
-    job.status = result.status
-    if result.status == TaskResultStatus.SUCCESSFUL:
-        job.outcome = dict(result.return_value or {})
-    return result.started_at

@@ -1,12 +1,16 @@
 """How far a re-embedding job (lessons.services.embedding_jobs) has got, read from the rows:
-a row counts as done once it was embedded at or after the moment the job was queued."""
+a row counts as done once it was embedded at or after the moment the job was queued; and the job
+itself, read back from the task queue."""
 
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count, Max, Q
+from django_tasks import TaskResultStatus
+from django_tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
 from lessons.selectors.embeddings import EMBEDDED_KINDS
+from lessons.services.embedding_jobs import EmbeddingJob
 
 
 @dataclass(frozen=True)
@@ -38,3 +42,31 @@ def embedding_job_progress(*, job) -> EmbeddingJobProgress:
     )
     return EmbeddingJobProgress(total=len(job.ids), done=counts["done"], gone=len(job.ids) - counts["present"],
                                 last_done_at=counts["last_done_at"])
+
+
+@dataclass(frozen=True)
+class QueuedEmbeddingJob:
+    job: EmbeddingJob  # what was queued, with the task's state and outcome as the queue has them now
+    started_at: datetime | None  # when a worker took the task
+
+
+def embedding_job_from_queue(*, task_id: str) -> QueuedEmbeddingJob | None:
+    """A re-embedding job as the task queue keeps it: the database backend (production) stores each
+    task's arguments, state and result, so the job's page opens for any curator, in any session.
+    None when the queue keeps no results (the immediate backend: the task has run and is forgotten),
+    has no such task, or the id is another task's."""
+    from lessons.tasks import reembed_items  # the task module imports the services
+
+    if not reembed_items.get_backend().supports_get_result:
+        return None
+    try:
+        result = reembed_items.get_result(task_id)
+    except (TaskResultDoesNotExist, TaskResultMismatch):  # unknown or pruned (a malformed id too), or another task
+        return None
+    kind, ids = result.kwargs.get("kind"), result.kwargs.get("ids")
+    if kind not in EMBEDDED_KINDS or not isinstance(ids, list):
+        return None
+    job = EmbeddingJob(kind=kind, ids=ids, queued_at=result.enqueued_at, task_id=str(result.id), status=result.status)
+    if result.status == TaskResultStatus.SUCCESSFUL:
+        job.outcome = dict(result.return_value or {})
+    return QueuedEmbeddingJob(job=job, started_at=result.started_at)
