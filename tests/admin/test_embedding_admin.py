@@ -152,7 +152,7 @@ def test_reembed_progress_counts_rows_embedded_since_the_job_was_queued(team):
     assert EmbeddingJob.from_dict(job.as_dict()) == job
 
 
-def test_a_job_page_of_another_session_is_404(admin_client):
+def test_a_job_page_of_an_unknown_job_is_404(admin_client):
     assert admin_client.get(reverse("admin:lessons_embedding_job", args=["not-a-job"])).status_code == 404
 
 
