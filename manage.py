@@ -101,6 +101,14 @@ def main():
     # Everything, the settings and the early encoder included, inside the handlers: a Ctrl-C while
     # the settings start the embedded server was a traceback.
     try:
+        # An argument whose bytes are not UTF-8, refused before any command parses it: some commands
+        # took one (a slug, a file name: a surrogate in every message after) where others refused it.
+        from memory_site.command_errors import argument_not_utf8
+
+        if message := argument_not_utf8(sys.argv[1:]):
+            shown = command if argument_not_utf8([command]) is None else "manage.py"
+            sys.stderr.write(f"{shown}: {message}\n")
+            sys.exit(1)  # left by the SystemExit handler below
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
         from django.core.management import execute_from_command_line
 

@@ -59,6 +59,19 @@ def operator_message(error: BaseException, *, database_url_set: bool, command: s
     return None
 
 
+def argument_not_utf8(arguments: list[str]) -> str | None:
+    """The line for the first command-line argument whose bytes are not UTF-8, or None. manage.py
+    asks before any command starts, so every command refuses one alike: left to each, a slug was
+    "not a usable slug" ('caf\\udce9'), a file name "no such file" (or the file was read, and its
+    lines' errors named it with the surrogate), and only what reached the database said this."""
+    for argument in arguments:
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError as error:
+            return _not_utf8(error)
+    return None
+
+
 def _not_utf8(error: UnicodeEncodeError) -> str:
     """A command-line argument with bytes that are not UTF-8 (Python keeps them as lone surrogates,
     which the database driver cannot send: a traceback from deep in psycopg, for `--team $'\\xff'`

@@ -73,7 +73,7 @@ def test_options_reach_the_engine(team, lessons):
     data = json.loads(run("images", "--team", team.slug, "--json", "--mode", "text", "--category", "deployment",
                           "--tech-stack", "Docker", "--project-type", "saas"))
     assert [r["external_id"] for r in data["results"]] == ["docker-1"]
-    data = json.loads(run("", "--team", team.slug, "--json", "--phase", "testing"))
+    data = json.loads(run("zebraquux", "--team", team.slug, "--json", "--mode", "text", "--phase", "testing"))
     assert data["fallback"] == "recency"
     assert all(r["fields"]["category"] in {"testing", "security", "performance", "workflow"} for r in data["results"])
 

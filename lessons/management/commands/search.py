@@ -18,6 +18,7 @@ from lessons.models import SHORT_TERM_LENGTH, short_term_validator
 from lessons.search import KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest, SearchRequestError, search
 from lessons.search.serialise import search_response_as_dict
 from lessons.services.usage import search_record
+from lessons.text import is_visible
 
 TITLE_WIDTH = 70
 
@@ -43,7 +44,7 @@ class Command(BaseCommand):
     requires_system_checks = []
 
     def add_arguments(self, parser):
-        parser.add_argument("query", nargs="?", default="", help="what to look for (empty: the most recent items)")
+        parser.add_argument("query", help="what to look for, in words (not blank)")
         parser.add_argument("--team", required=True, help="team slug")
         parser.add_argument("--kind", default="lessons", help=f"one of: {', '.join(KINDS)}")
         parser.add_argument("--mode", default="hybrid", help=f"one of: {', '.join(MODES)}")
@@ -61,6 +62,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        if not is_visible(query := options["query"]):
+            # As the API refuses it (422): an empty query answered the ten most recent rows, at score 0.
+            shown = repr(query) if len(query) <= 20 else f"{query[:20]!r}…"
+            raise CommandError(f"QUERY: {shown} is blank; give the words to look for")
         if options["mode"] != "text":  # load the ONNX query encoder while the team is looked up
             warm_up_in_background()
         team = team_from_option(options["team"])
@@ -69,7 +74,7 @@ class Command(BaseCommand):
         project_type = None if options["project_type"] is None else _term("--project-type", options["project_type"])
         request = SearchRequest(
             team=team,
-            query=options["query"],
+            query=query,
             kind=options["kind"],
             mode=options["mode"],
             limit=options["limit"],
