@@ -1,10 +1,25 @@
 from django.contrib import admin, messages
+from django.contrib.auth.models import Permission
+from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.formats import date_format
 
 from lessons.admin.common import CheckedSelectionModelAdmin, TeamFilter, TeamLabelsMixin, WideChangeListMixin
 from lessons.models import ApiKey
-from lessons.services.api_keys import api_key_create, api_key_revoke
+from lessons.selectors.admin_search import admin_teams
+from lessons.services.api_keys import api_key_create, api_key_permissions_missing, api_key_revoke
+
+
+def _permission_labels(dotted: list[str]) -> list[tuple[str, str]]:
+    """(`lessons.view_lesson`, "Can view lesson"): the code, and the name the Users page lists it by."""
+    names = {
+        f"{app_label}.{codename}": name
+        for app_label, codename, name in Permission.objects.filter(
+            content_type__app_label__in={permission.split(".")[0] for permission in dotted},
+            codename__in=[permission.split(".")[1] for permission in dotted],
+        ).values_list("content_type__app_label", "codename", "name")
+    }
+    return [(permission, names.get(permission, permission)) for permission in dotted]
 
 
 class KeyStateFilter(admin.SimpleListFilter):
@@ -23,7 +38,12 @@ class KeyStateFilter(admin.SimpleListFilter):
 @admin.register(ApiKey)
 class ApiKeyAdmin(TeamLabelsMixin, WideChangeListMixin, CheckedSelectionModelAdmin):
     """Keys are created here (the key is shown once, in the message after saving) and revoked with
-    an action; they are never edited, since only their hash is kept."""
+    an action; they are never edited, since only their hash is kept.
+
+    A key reads and writes its whole team through the API, so only a curator who holds every
+    permission it carries may create one (`api_key_permissions_missing`): "add API key" alone gave a
+    curator refused every lesson route a key that deleted lessons. The others get a page saying
+    which permissions they lack (403)."""
 
     # Whether a key still works comes second, so a narrow screen never cuts it off.
     list_display = ("name", "state", "team_label", "prefix", "last_used_at", "created_at")
@@ -32,6 +52,24 @@ class ApiKeyAdmin(TeamLabelsMixin, WideChangeListMixin, CheckedSelectionModelAdm
     list_select_related = ("team",)
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
     actions = ("revoke_selected",)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "team":
+            kwargs["queryset"] = admin_teams()  # evaluation teams (eval-*) hold benchmarks, not agents' data
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def add_view(self, request, form_url="", extra_context=None):
+        missing = api_key_permissions_missing(user=request.user) if self.has_add_permission(request) else []
+        if missing:  # GET and POST alike: nothing is saved, the page says why
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "You may not create API keys",
+                "subtitle": None,
+                "opts": self.opts,
+                "missing": _permission_labels(missing),
+            }
+            return TemplateResponse(request, "admin/lessons/apikey/add_refused.html", context, status=403)
+        return super().add_view(request, form_url, extra_context)
 
     def get_fields(self, request, obj=None):
         if obj is None:

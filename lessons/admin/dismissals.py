@@ -11,7 +11,9 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from lessons.admin.common import CheckedSelectionModelAdmin, TeamFilter, TeamLabelsMixin
+from lessons.admin.curation import team_label
 from lessons.models import DuplicateDismissal, DuplicateKind, Lesson, Memory
+from lessons.selectors.admin_search import admin_teams
 
 MARKED_MODELS = {DuplicateKind.LESSON: Lesson, DuplicateKind.MEMORY: Memory}
 
@@ -23,12 +25,20 @@ def _curated_kinds(request) -> list[str]:
     ]
 
 
+class CuratedTeamFilter(TeamFilter):
+    """The team filter without evaluation teams (`eval-*`), as the other lists offer teams: their
+    benchmark corpora are not curated. A link naming one (`team__id__exact`) still filters."""
+
+    def field_choices(self, field, request, model_admin):
+        return [(team.pk, team_label(team)) for team in admin_teams()]
+
+
 @admin.register(DuplicateDismissal)
 class DuplicateDismissalAdmin(TeamLabelsMixin, CheckedSelectionModelAdmin):
     # the two rows by their titles (a memory: its text), linked: two bare ids did not say which
     # pair a mark was, so a curator could not tell which one to take back
     list_display = ("kind", "first_row", "second_row", "team_label", "dismissed_at")
-    list_filter = ("kind", ("team", TeamFilter))
+    list_filter = ("kind", ("team", CuratedTeamFilter))
     list_select_related = ("team",)
     readonly_fields = ("team", "kind", "low_id", "high_id", "dismissed_at")
 

@@ -6,6 +6,10 @@ and `b_mode`, `b_fusion`, `b_w_*` for the setting to compare with), so a curator
 The form validates it (bad values are shown next to their field, never a 500);
 `lessons.selectors.admin_search.playground_compare` runs the engine's `search()`, the same call the
 API makes, with explanations.
+
+The team menu names teams "Name (slug)" and leaves evaluation teams out unless the link names one.
+A blank weight box shows the default its column's mode uses for this query (`mode_default_weights`),
+which the column's header then reports, and a blank box beside a filled one stands for that value.
 """
 
 import pydantic
@@ -15,17 +19,35 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 
+from lessons.admin.curation import team_label
 from lessons.api.errors import pydantic_validation_errors
 from lessons.api.schemas import Term, Terms
 from lessons.models import EmbeddingStatus, LessonStatus
-from lessons.search import FUSIONS, KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest
+from lessons.search import FUSIONS, KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest, scoring
+from lessons.search.context import STOP_WORDS
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.types import MAX_CONTEXT_CHARS, MAX_QUERY_CHARS
-from lessons.selectors.admin_search import PlaygroundSetting, admin_teams, playground_compare
+from lessons.selectors.admin_search import (
+    EVALUATION_TEAM_PREFIX, PlaygroundSetting, admin_teams, evaluation_team_q, playground_compare,
+)
+from lessons.text import clean_text
 
 PARTS = ("semantic", "keyword", "quality")
 MODE_WITHOUT_PART = {"text": "semantic", "semantic": "keyword"}  # the part a mode does not score with
 ENGINE_FIELDS = {"query": "q", "weights": "w_semantic", "tech_stack": "tech_stack"}  # engine's name -> form's
+
+
+def mode_default_weights(*, mode: str, kind: str, query: str, caller_metadata: bool) -> dict[str, float]:
+    """The weights a column in `mode` searches `query` with when its boxes are blank, as its header
+    then reports them: the engine's defaults for the query's length (scoring.query_length_weights),
+    renormalised over the parts the mode scores (scoring.active_weights), as engine.search does. A
+    text column's boxes showed hybrid's 0.6 · 0.2 · 0.2 above a header saying keyword 0.50 · quality 0.50."""
+    query = " ".join(clean_text(query or "").split())
+    defaults = scoring.query_length_weights(
+        dict(settings.SEARCH_WEIGHTS), settings.SEARCH_WEIGHTS_LONG, terms=len(scoring.query_terms(query, STOP_WORDS)),
+        span=settings.SEARCH_QUERY_LENGTH_SPAN[kind],
+    )
+    return scoring.active_weights(defaults, semantic=mode != "text", keyword=mode != "semantic" or caller_metadata)
 
 
 def _terms(value: str) -> tuple[str, ...]:
@@ -120,17 +142,46 @@ class PlaygroundForm(forms.Form):
     def __init__(self, *args, teams, kinds=KINDS, **kwargs):
         super().__init__(*args, **kwargs)
         self.teams = {team.slug: team for team in teams}
-        self.fields["team"].choices = [(slug, slug) for slug in self.teams]
+        # "Name (slug)" as every team picker names them; an evaluation team is offered only when the
+        # link names it (a list filtered to one links here), and says what it is, as the lists' filter
+        self.fields["team"].choices = [
+            (slug, f"{team_label(team)} (evaluation)" if _is_evaluation(team) else team_label(team))
+            for slug, team in self.teams.items()
+        ]
         if self.is_bound and self.data.get("team") not in self.teams:
             # The list showed the first team as chosen beside "nope is not one of the available
             # choices", and Search then ran on that team: nothing is chosen until the curator picks.
             self.fields["team"].choices = [("", "— choose a team —"), *self.fields["team"].choices]
         self.fields["kind"].choices = [(kind, kind) for kind in kinds]  # those this curator may view
         self.defaults = {**self.DEFAULTS, "kind": kinds[0]}
+        self.kinds = kinds
+        self.weights_by_mode = self._weights_by_mode()
+        for prefix, mode in (("w_", self._shown("mode")), ("b_w_", self._shown("b_mode") or self._shown("mode"))):
+            self._show_default_weights(prefix=prefix, mode=mode)
+
+    def _shown(self, name: str) -> str:
+        """A mode as the form shows it chosen: `mode`'s default, or no `b_mode`, for a bad value."""
+        value = (self.data if self.is_bound else self.initial).get(name)
+        return value if value in MODES else ("" if name == "b_mode" else self.DEFAULTS["mode"])
+
+    def _weights_by_mode(self) -> dict[str, dict[str, float]]:
+        """Each mode's default weights for the query, kind and caller the form holds: the boxes'
+        placeholders, what a blank box beside a filled one stands for (clean), and what the page's
+        script shows when the curator picks another mode. Read before validation, as the fields
+        will clean them (a bad value is refused beside its field, and nothing is searched)."""
+        source = self.data if self.is_bound else self.initial
+        kind = source.get("kind") if source.get("kind") in self.kinds else self.kinds[0]
+        caller = SEARCH_KINDS[kind].caller_metadata and bool(
+            _terms(str(source.get("tech_stack") or "")) or str(source.get("project_type") or "").strip())
+        return {mode: mode_default_weights(mode=mode, kind=kind, query=str(source.get("q") or ""),
+                                           caller_metadata=caller) for mode in MODES}
+
+    def _show_default_weights(self, *, prefix: str, mode: str) -> None:
+        defaults = self.weights_by_mode[mode]
         for name in PARTS:
-            default = settings.SEARCH_WEIGHTS.get(name, 0.0)
-            for prefix in ("w_", "b_w_"):
-                self.fields[f"{prefix}{name}"].widget.attrs["placeholder"] = f"{default:g}"
+            attrs = self.fields[f"{prefix}{name}"].widget.attrs
+            attrs["placeholder"] = f"{defaults[name]:.2f}" if name in defaults else "–"
+            attrs["data-part"] = name
 
     def clean(self):
         cleaned = super().clean()
@@ -140,7 +191,9 @@ class PlaygroundForm(forms.Form):
         for prefix, mode in (("w_", cleaned.get("mode")), ("b_w_", cleaned.get("b_mode") or cleaned.get("mode"))):
             weights = {name: cleaned.get(f"{prefix}{name}") for name in PARTS}
             given = {name: value for name, value in weights.items() if value is not None}
-            applied = {**settings.SEARCH_WEIGHTS, **given}
+            # a blank box beside a filled one stands for the default its placeholder shows
+            sent = {**self.weights_by_mode.get(mode, {}), **given}
+            applied = {**settings.SEARCH_WEIGHTS, **sent}  # as the engine completes weights (validation.py)
             # the parts this column's mode scores with: text has no semantic part, semantic no keyword
             used = [name for name in PARTS if name != MODE_WITHOUT_PART.get(mode)]
             if given and sum(applied.values()) <= 0:
@@ -148,7 +201,7 @@ class PlaygroundForm(forms.Form):
             elif given and sum(applied[name] for name in used) <= 0:
                 self.add_error(f"{prefix}{used[0]}", f"{mode} mode scores with the {' and '.join(used)} weights; "
                                                      "at least one of them must be above 0")
-            cleaned[f"{prefix}weights"] = given or None
+            cleaned[f"{prefix}weights"] = sent if given else None
         return cleaned
 
     def search_request(self) -> SearchRequest:
@@ -184,6 +237,19 @@ class PlaygroundForm(forms.Form):
         return compared
 
 
+def _is_evaluation(team) -> bool:
+    return team.slug.startswith(EVALUATION_TEAM_PREFIX)
+
+
+def playground_teams(*, named: str | None) -> list:
+    """The curated teams (admin_teams leaves evaluation teams out), and the evaluation team the link
+    names: the lists link here with their team, an evaluation one when their filter chose it."""
+    teams = list(admin_teams())
+    if named and not any(team.slug == named for team in teams):
+        teams += admin_teams(include_evaluation=True).filter(evaluation_team_q(prefix=""), slug=named)
+    return teams
+
+
 def _initial_team(teams) -> str | None:
     slugs = [team.slug for team in teams]
     return "demo" if "demo" in slugs else (slugs[0] if slugs else None)
@@ -202,7 +268,7 @@ def search_playground(request):
     kinds = viewable_kinds(request)
     if not kinds:
         raise PermissionDenied
-    teams = list(admin_teams(include_evaluation=True))
+    teams = playground_teams(named=request.GET.get("team"))
     initial = {"team": _initial_team(teams), "kind": kinds[0], "mode": "hybrid", "b_mode": "text", "limit": 10}
     if request.GET:
         data = request.GET.copy()
@@ -228,5 +294,7 @@ def search_playground(request):
         "searched": searched,
         "kind": form.cleaned_data.get("kind") if searched else kinds[0],
         "part_names": PARTS,
+        "weights_by_mode": {mode: {name: f"{value:.2f}" for name, value in weights.items()}
+                            for mode, weights in form.weights_by_mode.items()},
     }
     return TemplateResponse(request, "admin/lessons/search_playground.html", context)

@@ -3,6 +3,11 @@
 A key looks like `msk_<8 hex>_<43 url-safe chars>` (256 random bits). Only its SHA-256 is stored:
 a high-entropy key needs no slow hash, and a lookup by digest is one indexed query. The first
 12 characters are kept as `prefix` so a person can tell keys apart without seeing them.
+
+A key answers for its whole team with every action the API has (lessons.api.permissions checks
+staff sessions only), so making one hands those actions on: `api_key_permissions_missing` says
+which of them a curator lacks, and the admin refuses them the key. Commands are run by operators,
+who have the database anyway, and make keys unchecked.
 """
 
 import hashlib
@@ -13,6 +18,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from lessons.api.permissions import MODELS
 from lessons.models import ApiKey, Team
 
 KEY_PREFIX = "msk_"
@@ -24,6 +30,21 @@ LAST_USED_PRECISION = timedelta(minutes=1)
 
 def api_key_digest(raw_key: str) -> str:
     return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
+
+
+def api_key_permissions() -> list[str]:
+    """The Django permissions a key carries in effect: each action the API gates a staff session on
+    (view, add, change, delete: the models' default permissions) on each kind it serves."""
+    return [
+        f"{model._meta.app_label}.{action}_{model._meta.model_name}"
+        for model in MODELS.values() for action in model._meta.default_permissions
+    ]
+
+
+def api_key_permissions_missing(*, user) -> list[str]:
+    """Those of `api_key_permissions()` that `user` lacks (none for a superuser): a curator who may
+    not delete lessons must not be able to give themselves a key that does."""
+    return [permission for permission in api_key_permissions() if not user.has_perm(permission)]
 
 
 @transaction.atomic
