@@ -22,7 +22,7 @@ from ninja import NinjaAPI
 from ninja.openapi.docs import Swagger, _csrf_needed
 
 from lessons.api.auth import TEAM_HEADER, TEAM_QUERY_PARAMETER
-from lessons.api.permissions import MODELS
+from lessons.services.api_keys import api_key_permissions
 from lessons.selectors.admin_search import admin_teams, evaluation_team_q
 
 STAFF_TEAM_SCHEME = "StaffTeam"
@@ -48,8 +48,7 @@ def _may_use_the_api(user) -> bool:
     """Whether any route answers this staff account: each needs a permission on lessons or
     memories (lessons.api.permissions); without one, the team picker would only list every
     team's slug to an account the API refuses."""
-    return any(user.has_perm(f"{model._meta.app_label}.{action}_{model._meta.model_name}")
-               for model in MODELS.values() for action in ("view", "add", "change", "delete"))
+    return any(user.has_perm(permission) for permission in api_key_permissions())
 
 
 class StaffSwagger(Swagger):
