@@ -2,8 +2,10 @@
 
 Django's stock search does `icontains` on each word ("database security" found 0 of 196 lessons);
 here a query runs the engine's hybrid search over the teams the list shows, with the list's own
-filters (team, status, category, ...; every status when no status is chosen), and the list shows
-the hits in rank order with their relevance and score. Without a query the list is the usual one.
+sidebar filters (team, status, category, embedding; memories: version, importance; every status
+when no status is chosen) applied by the engine before it keeps its best 50, whichever spelling
+the URL names them in, and the list shows the hits in rank order with their relevance and score.
+Without a query the list is the usual one.
 The logic is in `lessons.selectors.admin_search`; this module only translates the list's query
 string into it.
 
@@ -21,11 +23,13 @@ from django.utils.http import urlencode
 
 from lessons.admin.common import CheckedChangeList
 from lessons.admin.curation import team_label
+from lessons.admin.embeddings import EmbeddingStatusFilter
 from lessons.models import EmbeddingStatus
 from lessons.search import SearchFilters
 from lessons.selectors.admin_search import ALL_LESSON_STATUSES, admin_list_search, admin_teams, evaluation_team_q
 
 ALL_TEAMS = "all"
+MEMORY_VERSION_PARAMETER = "version_state"  # the memory list's version filter (MemoryCurrentFilter)
 
 
 class CuratedTeamFilter(admin.SimpleListFilter):
@@ -55,15 +59,26 @@ class CuratedTeamFilter(admin.SimpleListFilter):
         return queryset.filter(team_id=int(value))
 
 
+# A team named by hand rather than by the sidebar (`?team=3`): the list keeps its rows, so the
+# engine searches it alone, or it took the best 50 of every team and the list kept that team's few.
+TEAM_ID_LOOKUPS = ("team", "team_id", "team__id", "team__pk")
+
+
 def teams_to_search(request):
     value = request.GET.get(CuratedTeamFilter.parameter_name)
     if value is None:
-        return list(admin_teams(include_evaluation=False))
-    if value == ALL_TEAMS:
-        return list(admin_teams(include_evaluation=True))
-    if value.isdigit():
-        return list(admin_teams(include_evaluation=True).filter(pk=int(value)))
-    return []
+        teams = list(admin_teams(include_evaluation=False))
+    elif value == ALL_TEAMS:
+        teams = list(admin_teams(include_evaluation=True))
+    elif value.isdigit():
+        teams = list(admin_teams(include_evaluation=True).filter(pk=int(value)))
+    else:
+        return []
+    chosen = chosen_filter_values(request)
+    for lookup in TEAM_ID_LOOKUPS:
+        if lookup in chosen:
+            teams = [team for team in teams if str(team.pk) in chosen[lookup]]
+    return teams
 
 
 RANK = "search_rank"
@@ -90,6 +105,13 @@ class EngineSearchChangeList(CheckedChangeList):
 
     def default_rows(self, queryset):
         return queryset.exclude(evaluation_team_q())  # CuratedTeamFilter's default
+
+    def get_filters(self, request):
+        filters = super().get_filters(request)
+        filter_specs, _, remaining_lookups, _, _ = filters
+        # for the engine's filters: the admin's get_search_results, which runs it next, sees only the request
+        request._list_filter_values = list_filter_values(filter_specs, remaining_lookups)
+        return filters
 
     def _sorted_by_curator(self) -> bool:
         """Whether `o` names a sortable column (Django skips the others, e.g. `o=abc` or `o=99`)."""
@@ -219,36 +241,80 @@ def _ranking_columns(model, rows) -> dict:
     }
 
 
-def _embedding_states(request) -> tuple[str, ...]:
+def list_filter_values(filter_specs, remaining_lookups) -> dict[str, tuple[str, ...]]:
+    """What the list filters on, by field, in whichever spelling the URL chose it: the sidebar's link
+    for a plain field is `?category=` (Django's AllValuesFieldListFilter), for a field with choices
+    `?status__exact=`, and older links and typed URLs say `?category__exact=`. Reading one spelling
+    per field, the engine searched without the other's filter, kept its best 50 and the list cut
+    those to the category afterwards ("0 results" for 21 hits). A field's lookups are keyed without
+    `__exact`; a custom filter's by its parameter. Both spellings at once filter on both in the
+    list, so the values both allow are kept."""
+    chosen = {}
+
+    def choose(key, values):
+        values = tuple(value for value in values if isinstance(value, str))  # not `__isnull`'s booleans
+        chosen[key] = values if key not in chosen else tuple(value for value in chosen[key] if value in values)
+
+    for spec in filter_specs:
+        if isinstance(spec, admin.SimpleListFilter):
+            if spec.value() is not None:
+                choose(spec.parameter_name, [spec.value()])
+            continue
+        for lookup, values in spec.used_parameters.items():
+            choose(lookup.removesuffix("__exact"), values)
+    for lookup, values in remaining_lookups.items():
+        choose(lookup.removesuffix("__exact"), values)
+    return chosen
+
+
+def chosen_filter_values(request) -> dict[str, tuple[str, ...]]:
+    """The list's filter values the changelist read (`list_filter_values`); none outside a list."""
+    return getattr(request, "_list_filter_values", {})
+
+
+def _embedding_states(chosen) -> tuple[str, ...]:
     """The list's embedding filter, for the engine: applied to its best 50 instead, it missed the
     stale rows a query ranks lower ("0 results" where the list without `q` showed them)."""
-    state = request.GET.get("embedding_status")
-    return (state,) if state in EmbeddingStatus.values else ()
+    states = chosen.get(EmbeddingStatusFilter.parameter_name, ())
+    return tuple(state for state in states if state in EmbeddingStatus.values)
 
 
 def lesson_search_filters(request) -> SearchFilters:
-    """The lesson list's filters as the engine's: every status unless one is chosen."""
-    status = request.GET.get("status__exact")
-    category = request.GET.get("category__exact")
+    """The lesson list's sidebar filters (status, category, embedding; the team is `teams_to_search`)
+    as the engine's, so that they narrow its search, not its best 50: every status unless one is
+    chosen."""
+    chosen = chosen_filter_values(request)
+    statuses = tuple(status for status in chosen.get("status", ()) if status in ALL_LESSON_STATUSES)
     return SearchFilters(
-        statuses=(status,) if status in ALL_LESSON_STATUSES else ALL_LESSON_STATUSES,
-        categories=(category,) if category else (),
-        embedding_states=_embedding_states(request),
+        statuses=statuses or ALL_LESSON_STATUSES,
+        categories=chosen.get("category", ()),
+        embedding_states=_embedding_states(chosen),
     )
 
 
+def _importance(value: str) -> int | None:
+    try:
+        importance = int(value)
+    except ValueError:
+        return None
+    return importance if 1 <= importance <= 10 else None
+
+
 def memory_search_filters(request) -> SearchFilters:
-    """The memory list's filters as the engine's. The importance chosen is exact, for the engine
-    too: as a minimum, the best 50 at that importance or above were then cut to those at it,
-    and memories at it ranked 51st or lower overall were missed."""
-    importance = request.GET.get("importance__exact", "")
-    chosen = int(importance) if importance.isdigit() and 1 <= int(importance) <= 10 else None
+    """The memory list's sidebar filters (version, importance, embedding; the team is
+    `teams_to_search`) as the engine's. The importance chosen is exact, for the engine too: as a
+    minimum, the best 50 at that importance or above were then cut to those at it, and memories at
+    it ranked 51st or lower overall were missed. Several importances (typed, the sidebar picks one)
+    are searched as the range they span, which the list then narrows to them."""
+    chosen = chosen_filter_values(request)
+    importances = [number for number in map(_importance, chosen.get("importance", ())) if number is not None]
+    version_state = (chosen.get(MEMORY_VERSION_PARAMETER) or ("",))[-1]
     return SearchFilters(
-        min_importance=chosen,
-        max_importance=chosen,
+        min_importance=min(importances, default=None),
+        max_importance=max(importances, default=None),
         # the list's version filter, searched as it lists: "Earlier versions" searches them alone (the
         # best 50 of current and earlier together, then filtered, left a handful and missed others)
-        include_versions=request.GET.get("version_state") in ("earlier", "all"),
-        only_versions=request.GET.get("version_state") == "earlier",
-        embedding_states=_embedding_states(request),
+        include_versions=version_state in ("earlier", "all"),
+        only_versions=version_state == "earlier",
+        embedding_states=_embedding_states(chosen),
     )
