@@ -29,6 +29,13 @@ def test_spellings_of_one_term_are_stored_once(team):
     assert Lesson.objects.get(pk=lesson.pk).tags == ["back off", "retries"]
 
 
+def test_versions_are_not_spellings_of_one_term(team):
+    # a dot between digits is a version's: dropping it stored "java 18" as "java 1.8"
+    lesson = lesson_create(team=team, title="Runtime", tech_stacks=["java 1.8", "java 18", "Java 1.8", "python 3.10",
+                                                                    "python 3.1.0", "vue 3", "vue3", "v1.2.3", "v123"])
+    assert lesson.tech_stacks == ["java 1.8", "java 18", "python 3.10", "python 3.1.0", "vue 3", "v1.2.3", "v123"]
+
+
 def test_a_merge_keeps_one_spelling_of_a_term_both_lessons_carry(team):
     kept = lesson_create(team=team, title="Retry with jitter", tags=["back-off"], tech_stacks=["node.js"])
     other = lesson_create(team=team, title="Retries need jitter", tags=["backoff", "jitter"], tech_stacks=["nodejs"])
