@@ -170,3 +170,28 @@ def test_the_compatibility_migration_keeps_postings_equal_to_the_vectors(team):
     assert {"api", "キ"} <= set(after[0][wide.id])
     lesson_update(lesson=wide, title="ＡＰＩ ｷｰ expiry")  # the triggers were created again
     assert "expiri" in postings(wide.id) and "rotat" not in postings(wide.id)
+
+
+def test_a_full_width_less_than_does_not_hide_the_words_after_it(team):
+    # its compatibility form is "<", which the parser took for the start of an HTML tag (migration 0031)
+    wide = lesson_create(team=team, title="Load ＜script＞ tags with defer", description="Blocking ﹤style﹥ delays paint",
+                         category="frontend")
+    lesson_create(team=team, title="Connection pool size", description="Too many clients", category="db")
+    assert {"script", "tag", "defer", "style", "delay", "paint"} <= set(postings(wide.id))
+    assert found(team, "defer") == [wide.id]
+    assert found(team, "＜script＞ tags")[0] == wide.id
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT lessons_keyword_text('a ＜b﹤c')")
+        assert cursor.fetchone() == ("a  b c",)
+
+
+def test_the_less_than_migration_rebuilds_rows_that_hold_one(team):
+    migration = importlib.import_module("lessons.migrations.0031_keyword_text_after_compatibility_forms")
+    wide = bare_lesson(team, "Use ＜style＞ blocks sparingly")
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    before = postings(wide.id), stats(team)
+    with connection.schema_editor(atomic=False) as editor:  # inside the test's transaction
+        migration.set_aside_less_than_after_the_form(current_apps, editor)
+    assert (postings(wide.id), stats(team)) == before
+    assert {"use", "style", "block"} <= set(before[0])  # every word after the "＜"
