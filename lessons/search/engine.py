@@ -75,6 +75,7 @@ A short query whose exact term a row carries only in another stored spelling cos
 more: that row's words measured in its own spelling (exact.with_spelled_keyword_signals).
 """
 
+import unicodedata
 from time import perf_counter
 
 from django.conf import settings
@@ -163,8 +164,11 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     # its vector is the unknown word piece's, whatever it says (encode.model_reads). It is searched
     # by its words alone, and in semantic mode by nothing: the recency fallback, as text mode
     # answers a query without a word either.
-    unreadable = request.mode != "text" and not model_reads(query)
-    encoding = (encode_in_background([query] + ([contextual] if contextual else []))
+    # The model reads the query in its compatibility form, as the keyword index does (migration
+    # 0030): "ＲＥＡＣＴ hooks", typed on a CJK keyboard, was "[UNK] hooks" to it.
+    for_model = [unicodedata.normalize("NFKC", text) for text in [query] + ([contextual] if contextual else [])]
+    unreadable = request.mode != "text" and not model_reads(for_model[0])
+    encoding = (encode_in_background(for_model)
                 if request.mode != "text" and not unreadable else None)
     model_off = request.mode != "text" and model_unavailable_reason() is not None
     beside = None

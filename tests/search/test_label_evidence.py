@@ -168,3 +168,20 @@ def test_with_the_model_off_an_unreadable_query_still_says_the_search_is_degrade
     response = search(request=SearchRequest(team=team, query="😀", mode=mode))
     assert response.degraded and "EMBEDDINGS_ENABLED" in response.degraded_reason
     assert response.fallback == "recency"
+
+
+def test_the_model_reads_a_full_width_query_as_its_plain_letters(team, django_capture_on_commit_callbacks):
+    # "ＲＥＡＣＴ hooks" (a CJK keyboard's Latin) was "[UNK] hooks" to the model: unrelated lessons first
+    with django_capture_on_commit_callbacks(execute=True):
+        react = lesson_create(team=team, title="React hooks run twice in development",
+                              description="useEffect StrictMode", category="frontend")
+        lesson_create(team=team, title="Keep business logic out of Django signals", description="signals hide calls",
+                      category="backend")
+        lesson_create(team=team, title="Stripe webhooks arrive twice", description="idempotency keys",
+                      category="payments")
+    for mode in ("semantic", "hybrid"):
+        plain = search(request=SearchRequest(team=team, query="react hooks", mode=mode, limit=3, explain=True))
+        wide = search(request=SearchRequest(team=team, query="ＲＥＡＣＴ　ｈｏｏｋｓ", mode=mode, limit=3, explain=True))
+        assert wide.fallback is None and wide.results[0].id == react.id, mode
+        assert [hit.explanation["similarity"] for hit in wide.results] == pytest.approx(
+            [hit.explanation["similarity"] for hit in plain.results], abs=1e-4), mode
