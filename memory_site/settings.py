@@ -34,7 +34,8 @@ else:
             "python -c 'import secrets; print(secrets.token_urlsafe(50))')"
         )
 
-ALLOWED_HOSTS = [host for host in env.list("DJANGO_ALLOWED_HOSTS", default=[]) if host.strip()] or (
+# Each entry trimmed: "127.0.0.1, localhost" kept " localhost", so every request naming it was a 400.
+ALLOWED_HOSTS = [host.strip() for host in env.list("DJANGO_ALLOWED_HOSTS", default=[]) if host.strip()] or (
     ["127.0.0.1", "localhost"] if DEBUG else []
 )
 if not DEBUG and not ALLOWED_HOSTS:
@@ -43,7 +44,8 @@ if not DEBUG and not ALLOWED_HOSTS:
         "DJANGO_ALLOWED_HOSTS must name the host names this server answers to when DJANGO_DEBUG is off "
         "(comma-separated: memory.example.org,localhost)"
     )
-CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_TRUSTED_ORIGINS = [origin.strip() for origin in env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+                        if origin.strip()]
 CSRF_FAILURE_VIEW = "memory_site.error_pages.csrf_failure"  # JSON under /api/
 # An admin confirmation page posts back one field per selected row: at Django's 1,000 a "select
 # all" of a big team's proposals (or a bulk delete) failed with a bare 400 after the curator said

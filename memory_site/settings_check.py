@@ -23,6 +23,7 @@ def main() -> int:
     try:
         settings.INSTALLED_APPS  # noqa: B018 - reading one setting loads them all
         _task_backend_resolves()
+        _embedding_backend_resolves()
     except ImproperlyConfigured as error:
         from memory_site.command_errors import operator_message
 
@@ -39,6 +40,16 @@ def _task_backend_resolves() -> None:
 
     django.setup()
     task_backends["default"]  # noqa: B018 - raises InvalidTaskBackendError (ImproperlyConfigured)
+
+
+def _embedding_backend_resolves() -> None:
+    """EMBEDDING_BACKEND is imported when a worker warms up or at the first search: a name that
+    cannot be imported passed this check, and each worker printed a traceback before gunicorn
+    halted (with EMBEDDING_WARM_UP=0 it served, and every hybrid search answered 500). Building the
+    backend loads no model."""
+    from lessons.embedding import get_embedding_backend
+
+    get_embedding_backend()
 
 
 if __name__ == "__main__":

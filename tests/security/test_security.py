@@ -97,3 +97,23 @@ def test_the_https_redirect_keeps_a_posts_method(settings):
     assert Client().get("/api/v1/health").status_code in (200, 503)
     secure = Client().post("/api/v1/search", "{}", content_type="application/json", secure=True)
     assert secure.status_code == 401  # over HTTPS it is answered (here: no key)
+
+
+def test_hosts_and_trusted_origins_listed_with_spaces_are_trimmed():
+    # "127.0.0.1, localhost" kept " localhost": every request naming it was a 400, and the second
+    # trusted origin refused every sign-in behind the proxy (403)
+    environment = {
+        **{name: value for name, value in os.environ.items() if name != "DJANGO_ALLOW_ASYNC_UNSAFE"},
+        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1, localhost , memory.example.org,",
+        "DJANGO_CSRF_TRUSTED_ORIGINS": "https://a.example.org, https://b.example.org",
+        "DATABASE_URL": "postgres://settings-check.invalid/none",
+    }
+    script = "from django.conf import settings; print(settings.ALLOWED_HOSTS, settings.CSRF_TRUSTED_ORIGINS)"
+    result = subprocess.run([sys.executable, "-c", f"import django; django.setup(); {script}"], cwd=PROJECT,
+                            env=environment, capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == (
+        "['127.0.0.1', 'localhost', 'memory.example.org'] ['https://a.example.org', 'https://b.example.org']"
+    ), result.stderr

@@ -63,6 +63,17 @@ def test_a_bad_setting_stops_the_server_and_every_command_with_one_line(override
     assert checked.returncode != 0 and said in checked.stderr and "Traceback" not in checked.stderr
 
 
+def test_an_embedding_backend_that_cannot_be_imported_stops_the_server_with_one_line():
+    # imported at a worker's warm-up: each worker printed a traceback, then gunicorn halted
+    env = production_env(PORT=str(free_port()), EMBEDDING_BACKEND="lessons.embedding.backends.NoSuchBackend")
+    served = run([GUNICORN, "--config", "gunicorn.conf.py"], env)
+    assert served.returncode == 2, served.stderr
+    output = served.stdout + served.stderr
+    assert ("memory-store: a setting is wrong: EMBEDDING_BACKEND 'lessons.embedding.backends.NoSuchBackend' "
+            "cannot be imported") in output
+    assert "Traceback" not in output and "Listening at" not in output
+
+
 @pytest.mark.parametrize(
     ("overrides", "said"),
     [
