@@ -3,7 +3,10 @@
 Django's pages. A wrong Host header (400) and a POST without a CSRF token to the API's docs (403)
 used to answer the API's clients with HTML."""
 
-from django.http import JsonResponse
+import sys
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpResponse, JsonResponse
 from django.views import csrf, defaults
 
 from lessons.api.errors import error_body
@@ -27,3 +30,20 @@ def csrf_failure(request, reason=""):
                   "the API's operations take 'Authorization: Bearer <key>'")
         return JsonResponse(error_body(detail), status=403)
     return csrf.csrf_failure(request, reason)
+
+
+DATABASE_DOWN_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Database unavailable</title>
+</head><body><h1>The database is not answering</h1><p>The memory store cannot reach its database right now.
+Nothing you sent was saved. Try again in a moment; the server's log says why.</p></body></html>"""
+
+
+def server_error(request):
+    """An outage is a 503, as the API answers it: the admin answered a bare "Server Error (500)" on
+    every page, a sign-in included, while the database was down. Other faults keep Django's 500.
+    A page of its own, not a template: rendering one must not need the database either."""
+    error = sys.exc_info()[1]
+    if isinstance(error, (OperationalError, InterfaceError)):
+        response = HttpResponse(DATABASE_DOWN_PAGE, status=503)
+        response["Retry-After"] = "5"
+        return response
+    return defaults.server_error(request)

@@ -10,6 +10,7 @@ from memory_site.api import api
 admin.autodiscover()
 
 handler400 = "memory_site.error_pages.bad_request"
+handler500 = "memory_site.error_pages.server_error"
 handler403 = "lessons.admin.denied.permission_denied"
 
 urlpatterns = [

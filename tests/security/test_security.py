@@ -117,3 +117,26 @@ def test_hosts_and_trusted_origins_listed_with_spaces_are_trimmed():
     assert result.stdout.strip() == (
         "['127.0.0.1', 'localhost', 'memory.example.org'] ['https://a.example.org', 'https://b.example.org']"
     ), result.stderr
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("raised, status", [("database", 503), ("other", 500)])
+def test_an_admin_page_during_a_database_outage_is_a_503(settings, monkeypatch, raised, status):
+    # the admin answered a bare "Server Error (500)" on every page while the API answered 503
+    from django.contrib.admin.sites import AdminSite
+    from django.db import OperationalError
+
+    settings.DEBUG = False
+    user = get_user_model().objects.create_superuser(username="curator", email="c@example.org", password="x-9-y-8")
+
+    def each_context(self, request):  # looked up per request (the URLconf keeps `index` itself)
+        raise OperationalError("connection refused") if raised == "database" else RuntimeError("a bug")
+
+    monkeypatch.setattr(AdminSite, "each_context", each_context)
+    client = Client(raise_request_exception=False)
+    client.force_login(user)
+    response = client.get("/admin/")
+    assert response.status_code == status
+    if raised == "database":
+        assert response["Retry-After"] == "5" and b"The database is not answering" in response.content
+        assert b"connection refused" not in response.content
