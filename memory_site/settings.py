@@ -346,7 +346,7 @@ SEARCH_RECORD_RETENTION_DAYS = whole_number("SEARCH_RECORD_RETENTION_DAYS", defa
 MEMORY_PANIC_TERMS = ("panic", "panic-attack")
 MEMORY_LISTING_MAX = 500
 # A project phase narrows lessons to the categories that matter in it. The order counts: a phase
-# asked for alone lists its lessons category by category in this order, the first its own.
+# asked for alone takes its categories in turn in this order (the best of each, ...), the first its own.
 SEARCH_PHASE_CATEGORIES = {
     "discovery": ["architecture", "workflow", "security", "database"],
     "design": ["architecture", "database", "security", "frontend", "backend", "performance"],

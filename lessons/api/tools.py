@@ -217,7 +217,7 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
     AgentTool(
         name="relevant_lessons",
         description=("Lessons relevant to a project: its type, tech stack and phase. A phase alone lists that "
-                     "phase's confirmed lessons by category and quality."),
+                     "phase's confirmed lessons, its categories in turn, each by quality."),
         endpoint="GET /lessons/relevant",
         input=RelevantLessonsQuery,
         output=SearchOut,

@@ -3,13 +3,14 @@ serialises them one way: searches answered by the search engine, and one listing
 lessons, when the phase is all a caller gives) read straight from the database."""
 
 from collections.abc import Sequence
+from itertools import zip_longest
 import math
 import re
 from time import perf_counter
 
 from django.conf import settings
-from django.db.models import Case, F, FloatField, IntegerField, Value, When
-from django.db.models.functions import Greatest, Least, Ln
+from django.db.models import Case, F, FloatField, IntegerField, Value, When, Window
+from django.db.models.functions import Greatest, Least, Ln, RowNumber
 
 from lessons.models import Lesson, Team
 from lessons.search import (
@@ -22,8 +23,8 @@ from lessons.search.types import MAX_QUERY_CHARS
 
 SESSION_ACTIVITY_CHARS = 1_000
 SESSION_PATH_PART_CHARS = 100
-# The phase listing reads this many lessons past its page, so same-title lessons can fold (as the
-# engine's recency fallback does).
+# The phase listing reads this many lessons of each category past its page, so same-title lessons
+# can fold (as the engine's recency fallback does).
 PHASE_FOLD_ROOM = 50
 
 
@@ -57,10 +58,17 @@ def lessons_relevant(
 
 
 def lessons_of_phase(*, team: Team, phase: str, limit: int = 15) -> SearchResponse:
-    """The confirmed lessons a phase allows (settings.SEARCH_PHASE_CATEGORIES), its categories in
-    the mapping's order (the first is the phase's own: `testing` for testing), each category most
-    confident and most frequent first, as the engine's quality part weighs them (0.7 x confidence
-    + 0.3 x the frequency part), newest first on a tie. Same-title lessons fold as in a search.
+    """The confirmed lessons a phase allows (settings.SEARCH_PHASE_CATEGORIES), its categories
+    taken in turn in the mapping's order (the first is the phase's own: `testing` for testing): the
+    best lesson of each category, then the second best of each, and so on, a category that runs
+    out skipped. Within a category, most confident and most frequent first, as the engine's quality
+    part weighs them (0.7 x confidence + 0.3 x the frequency part), newest first on a tie.
+    Same-title lessons fold as in a search (the member of the earliest category leads).
+
+    Taken in turn, not category by category: listed one category after the other, a page of 15
+    showed only the first (`build`: 15 frontend lessons, none of the demo's 19 confirmed backend
+    ones, nor database or security; `discovery`: architecture only), which hid the rest of the
+    phase. In turn, a page with room for one of each shows every category that has lessons.
 
     A listing, not a search: with a phase and nothing else there is no text to rank by meaning.
     The phase was a filter on a search without a query, which is the recency fallback: every phase
@@ -70,11 +78,15 @@ def lessons_of_phase(*, team: Team, phase: str, limit: int = 15) -> SearchRespon
     name as the query was the other choice, and a poor one: only testing and deployment are names
     of categories, and "discovery" or "build" as a query ranks by what those words happen to mean.
 
-    Each hit's score is its quality (reported use left out: the order is the database's, over all
-    of the phase's lessons, not only a page of them), so scores fall within a category and start
-    again at the next. Its label says what the listing knows, never a meaning it did not measure:
-    `high` for the phase's own category, `medium` for the others it allows. No fallback: a team
-    without lessons of the phase gets none. An unknown phase is a SearchRequestError on `phase`."""
+    The database ranks each category's lessons itself (row_number() over the category) and sends
+    at most `limit` + PHASE_FOLD_ROOM of each, never all of a big team's lessons: a page takes at
+    most `limit` from one category, and the room lets same-title lessons fold.
+
+    Each hit's score is its quality (reported use left out), so scores fall within a category, not
+    down the page: the page's order is the turns. Its label says what the listing knows, never a
+    meaning it did not measure: `high` for the phase's own category, `medium` for the others it
+    allows. No fallback: a team without lessons of the phase gets none. An unknown phase is a
+    SearchRequestError on `phase`."""
     started = perf_counter()
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise SearchRequestError("limit", f"must be a whole number from 1 to {MAX_LIMIT}, got {limit!r}")
@@ -83,28 +95,45 @@ def lessons_of_phase(*, team: Team, phase: str, limit: int = 15) -> SearchRespon
                     output_field=IntegerField())
     frequency_part = Least(Value(1.0), Ln(Greatest(F("frequency"), 1) + 1.0) / math.log1p(FREQUENCY_SATURATION),
                            output_field=FloatField())
+    place_in_category = Window(RowNumber(), partition_by=F("category"),
+                               order_by=[F("base_quality").desc(), F("updated_at").desc(), F("id").desc()])
     tick = perf_counter()
     rows = list(
         Lesson.objects.filter(team=team, status__in=SearchFilters().statuses, category__in=categories)
         .annotate(standing=standing, base_quality=0.7 * F("confidence") + 0.3 * frequency_part)
-        .order_by("standing", F("base_quality").desc(), "-updated_at", "-id")
-        .values(*LESSONS.fields)[: limit + PHASE_FOLD_ROOM]
+        .annotate(place_in_category=place_in_category)
+        .filter(place_in_category__lte=limit + PHASE_FOLD_ROOM)
+        # category by category, so a fold's lead is its member of the earliest category
+        .order_by("standing", "place_in_category")
+        .values(*LESSONS.fields)
     )
     sql_ms = (perf_counter() - tick) * 1000.0
-    # folded, a lesson's frequency is its title's sum: its quality can rise past its neighbours'
-    folded = [(categories.index(row["category"]), _base_quality(row), row, ids)
-              for row, ids in collapse_same_title_rows(rows)]
-    ranked = sorted(folded, key=lambda entry: (entry[0], -entry[1]))[:limit]
+    by_category: list[list[tuple[int, float, dict, list[int]]]] = [[] for _ in categories]
+    for row, ids in collapse_same_title_rows(rows):
+        standing_of_row = categories.index(row["category"])
+        by_category[standing_of_row].append((standing_of_row, _base_quality(row), row, ids))
+    for entries in by_category:
+        # folded, a lesson's frequency is its title's sum: its quality can rise past its neighbours'
+        # (a stable sort: ties keep the database's order, newest first)
+        entries.sort(key=lambda entry: -entry[1])
     hits = [
         SearchHit(id=row["id"], external_id=row["external_id"], kind=LESSONS.hit_kind, fields=row,
                   score=round(quality, 4), relevance="high" if standing == 0 else "medium", found_by=[],
                   collapsed_ids=ids if len(ids) > 1 else [])
-        for standing, quality, row, ids in ranked
+        for standing, quality, row, ids in _in_turn(by_category)[:limit]
     ]
     # `mode` is one of the engine's (the answer's shape has no listing): the request's default, as the
     # recency fallback reports it
     return SearchResponse(mode="hybrid", degraded=False, degraded_reason=None, fallback=None, results=hits,
                           timings_ms={"sql": round(sql_ms, 2), "total": round((perf_counter() - started) * 1000.0, 2)})
+
+
+def _in_turn(columns: list[list]) -> list:
+    """The first of each column, then the second of each, ...; a column that runs out is skipped."""
+    return [entry for turn in zip_longest(*columns, fillvalue=_RAN_OUT) for entry in turn if entry is not _RAN_OUT]
+
+
+_RAN_OUT = object()
 
 
 def _base_quality(row: dict) -> float:
