@@ -6,7 +6,6 @@ from django.utils.formats import date_format
 
 from lessons.admin.common import CheckedSelectionModelAdmin, TeamFilter, TeamLabelsMixin, WideChangeListMixin
 from lessons.models import ApiKey
-from lessons.selectors.admin_search import admin_teams
 from lessons.services.api_keys import api_key_create, api_key_permissions_missing, api_key_revoke
 
 
@@ -43,7 +42,10 @@ class ApiKeyAdmin(TeamLabelsMixin, WideChangeListMixin, CheckedSelectionModelAdm
     A key reads and writes its whole team through the API, so only a curator who holds every
     permission it carries may create one (`api_key_permissions_missing`): "add API key" alone gave a
     curator refused every lesson route a key that deleted lessons. The others get a page saying
-    which permissions they lack (403)."""
+    which permissions they lack (403).
+
+    The team menu offers the curated teams (no `eval-*`), and a key's page shows its team as the lesson
+    pages do (`TeamLabelsMixin`): linked only for a curator who may open the team."""
 
     # Whether a key still works comes second, so a narrow screen never cuts it off.
     list_display = ("name", "state", "team_label", "prefix", "last_used_at", "created_at")
@@ -52,11 +54,6 @@ class ApiKeyAdmin(TeamLabelsMixin, WideChangeListMixin, CheckedSelectionModelAdm
     list_select_related = ("team",)
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
     actions = ("revoke_selected",)
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "team":
-            kwargs["queryset"] = admin_teams()  # evaluation teams (eval-*) hold benchmarks, not agents' data
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def add_view(self, request, form_url="", extra_context=None):
         missing = api_key_permissions_missing(user=request.user) if self.has_add_permission(request) else []

@@ -20,6 +20,7 @@ from django.utils.html import format_html
 
 from lessons.admin.curation import TeamField, team_label
 from lessons.models import Team
+from lessons.selectors.admin_search import admin_teams
 from lessons.services.common import changed_since_opened
 from lessons.text import clean_text
 
@@ -323,13 +324,46 @@ class TeamLabelsMixin:
     """Teams named as the curation pages name them, "Acme (acme)" (`team_label`), in the add form's
     menu, the list's column (`team_label` in list_display) and its filter (`TeamFilter`). A team's
     name need not be unique: two teams "demo" were two identical entries in the API key form, and
-    picking the wrong one gave an agent a key to another team's data. Team.__str__ stays the name."""
+    picking the wrong one gave an agent a key to another team's data. Team.__str__ stays the name.
+
+    The add form's menu offers the curated teams only (`admin_teams`), as the lists do: evaluation
+    teams (`eval-*`) hold benchmark corpora, and the lesson and memory forms offered "Eval mini
+    (eval-mini)". A row of one is still opened and saved: its team is read-only there.
+
+    A change page's read-only team is shown by `TeamShown` (a link only for who may open the team),
+    wherever it is read-only: the admin names it so (`readonly_fields`), the row is never edited
+    (API keys, duplicate marks) or the curator may only view it. Django's own link answered 403."""
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "team":
             kwargs.setdefault("form_class", TeamField)
-            kwargs.setdefault("queryset", Team.objects.order_by("slug"))
+            kwargs.setdefault("queryset", admin_teams())
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is not None and ("team" in fields or not self.has_change_permission(request, obj)):
+            return with_team_shown(fields, request=request, admin_site=self.admin_site)
+        return fields
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        shown = TeamShown(request=request, admin_site=self.admin_site)
+        if obj is None or shown not in self.get_readonly_fields(request, obj):
+            return fieldsets
+        # the team once, where "team" was: a page without declared fields lists "team" and TeamShown both
+        seen_team = False
+        shown_fieldsets = []
+        for title, options in fieldsets:
+            names = []
+            for name in options["fields"]:
+                if name == "team" or name == shown:
+                    if seen_team:
+                        continue
+                    name, seen_team = shown, True
+                names.append(name)
+            shown_fieldsets.append((title, {**options, "fields": tuple(names)}))
+        return shown_fieldsets
 
     @admin.display(description="team", ordering="team__slug")
     def team_label(self, obj):
@@ -343,25 +377,22 @@ class TeamFilter(admin.RelatedFieldListFilter):
         return [(team.pk, team_label(team)) for team in Team.objects.order_by("slug")]
 
 
-class TeamChosenOnceMixin:
+class TeamChosenOnceMixin(TeamLabelsMixin):
     """A row's team is chosen when it is added and shown read-only after: the services do not move
     rows between teams (their searches, feedback and duplicates belong to the team), and a changed
-    team reached them as an unknown field, a 500. It is shown by `TeamShown`, not as Django shows a
-    read-only foreign key."""
+    team reached them as an unknown field, a 500. It is shown by `TeamShown` (`TeamLabelsMixin`), not
+    as Django shows a read-only foreign key."""
 
     def get_readonly_fields(self, request, obj=None):
         fields = tuple(super().get_readonly_fields(request, obj))
-        return fields if obj is None else (TeamShown(request=request, admin_site=self.admin_site), *fields)
+        return fields if obj is None else with_team_shown(fields, request=request, admin_site=self.admin_site)
 
-    def get_fieldsets(self, request, obj=None):
-        fieldsets = super().get_fieldsets(request, obj)
-        if obj is None:
-            return fieldsets
-        shown = TeamShown(request=request, admin_site=self.admin_site)
-        return [
-            (title, {**options, "fields": tuple(shown if name == "team" else name for name in options["fields"])})
-            for title, options in fieldsets
-        ]
+
+def with_team_shown(fields: tuple, *, request, admin_site) -> tuple:
+    """Read-only `fields` with the team shown by `TeamShown` once ("team" is kept: it keeps the team
+    out of the form Django builds to list a page's fields)."""
+    shown = TeamShown(request=request, admin_site=admin_site)
+    return fields if shown in fields else (*fields, shown)
 
 
 class TeamShown:

@@ -40,6 +40,7 @@ class DuplicateDismissalAdmin(TeamLabelsMixin, CheckedSelectionModelAdmin):
     list_display = ("kind", "first_row", "second_row", "team_label", "dismissed_at")
     list_filter = ("kind", ("team", CuratedTeamFilter))
     list_select_related = ("team",)
+    # the team shown as on the lesson pages (TeamLabelsMixin): linked only for a curator who may open it
     readonly_fields = ("team", "kind", "low_id", "high_id", "dismissed_at")
 
     def has_add_permission(self, request):
