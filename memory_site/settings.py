@@ -158,6 +158,11 @@ else:
     if EMBEDDED_POSTGRES_DIR.exists() and not EMBEDDED_POSTGRES_DIR.is_dir():
         raise ImproperlyConfigured(f"EMBEDDED_POSTGRES_DIR: {EMBEDDED_POSTGRES_DIR} is a file; name a folder for "
                                    "the embedded PostgreSQL's data (it is created if missing)")
+    # a file on the way ("/tmp/afile/pgdata") was a FileExistsError traceback when the folder was made
+    if _file_on_the_way := next((parent for parent in EMBEDDED_POSTGRES_DIR.parents
+                                 if parent.exists() and not parent.is_dir()), None):
+        raise ImproperlyConfigured(f"EMBEDDED_POSTGRES_DIR: {EMBEDDED_POSTGRES_DIR} lies inside {_file_on_the_way}, "
+                                   "which is a file; name a folder for the embedded PostgreSQL's data")
 
     DATABASES = {"default": embedded_database_settings(
         data_dir=EMBEDDED_POSTGRES_DIR,

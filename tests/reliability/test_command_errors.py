@@ -113,6 +113,12 @@ def test_an_embedded_data_folder_that_is_a_file_is_one_line(tmp_path):
                     check=False, timeout=120)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"EMBEDDED_POSTGRES_DIR: {not_a_folder} is a file; name a folder" in result.stderr
+    # a file on the way was a FileExistsError traceback when the folder was made
+    inside = not_a_folder / "pgdata"
+    result = manage("purge_searches", "--dry-run", env={**env, "EMBEDDED_POSTGRES_DIR": str(inside)},
+                    check=False, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"EMBEDDED_POSTGRES_DIR: {inside} lies inside {not_a_folder}, which is a file" in result.stderr
 
 
 def test_a_dry_run_backfill_against_no_server_says_the_database_is_unavailable():
