@@ -24,7 +24,7 @@ from lessons.api.errors import pydantic_validation_errors
 from lessons.api.schemas import Term, Terms
 from lessons.models import EmbeddingStatus, LessonStatus
 from lessons.search import FUSIONS, KINDS, MAX_LIMIT, MODES, SearchFilters, SearchRequest, scoring
-from lessons.search.context import STOP_WORDS
+from lessons.search.engine import query_default_weights
 from lessons.search.kinds import SEARCH_KINDS
 from lessons.search.types import MAX_CONTEXT_CHARS, MAX_QUERY_CHARS
 from lessons.selectors.admin_search import (
@@ -39,14 +39,11 @@ ENGINE_FIELDS = {"query": "q", "weights": "w_semantic", "tech_stack": "tech_stac
 
 def mode_default_weights(*, mode: str, kind: str, query: str, caller_metadata: bool) -> dict[str, float]:
     """The weights a column in `mode` searches `query` with when its boxes are blank, as its header
-    then reports them: the engine's defaults for the query's length (scoring.query_length_weights),
+    then reports them: the engine's defaults for the query's length (engine.query_default_weights),
     renormalised over the parts the mode scores (scoring.active_weights), as engine.search does. A
     text column's boxes showed hybrid's 0.6 · 0.2 · 0.2 above a header saying keyword 0.50 · quality 0.50."""
     query = " ".join(clean_text(query or "").split())
-    defaults = scoring.query_length_weights(
-        dict(settings.SEARCH_WEIGHTS), settings.SEARCH_WEIGHTS_LONG, terms=len(scoring.query_terms(query, STOP_WORDS)),
-        span=settings.SEARCH_QUERY_LENGTH_SPAN[kind],
-    )
+    defaults = query_default_weights(query=query, kind=kind)
     return scoring.active_weights(defaults, semantic=mode != "text", keyword=mode != "semantic" or caller_metadata)
 
 

@@ -118,6 +118,15 @@ def search_leg_limit(limit: int) -> int:
     return max(MIN_CANDIDATES, min(3 * limit, limit + CANDIDATES_BEYOND_LIMIT))
 
 
+def query_default_weights(*, query: str, kind: str) -> dict[str, float]:
+    """The weights a search of `query` takes when the caller gives none: the settings' short-query
+    weights moving to the long ones with the query's length (scoring.query_length_weights)."""
+    return scoring.query_length_weights(
+        dict(settings.SEARCH_WEIGHTS), settings.SEARCH_WEIGHTS_LONG, terms=len(scoring.query_terms(query, STOP_WORDS)),
+        span=settings.SEARCH_QUERY_LENGTH_SPAN[kind],
+    )
+
+
 def search(*, request: SearchRequest) -> SearchResponse:
     """Run one search. Raises SearchRequestError for a request it cannot run."""
     with search_under_way():  # a busy process runs the semantic legs after statement 1 (parallel.py)
@@ -150,10 +159,7 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     query_exact_terms = terms if 0 < len(terms) <= EXACT_TIER_MAX_TERMS and not scoring.unlisted_words(
         keyword_query, STOP_WORDS) else []
     exact_terms = query_exact_terms if request.mode != "semantic" else []
-    default_weights = scoring.query_length_weights(
-        dict(settings.SEARCH_WEIGHTS), settings.SEARCH_WEIGHTS_LONG, terms=len(scoring.query_terms(query, STOP_WORDS)),
-        span=settings.SEARCH_QUERY_LENGTH_SPAN[kind.name],
-    )
+    default_weights = query_default_weights(query=query, kind=kind.name)
     if request.weights is None:  # the caller's own weights are taken as they are
         weights = default_weights
 

@@ -17,8 +17,7 @@ import re
 
 from django.db import connection
 
-# the BM25 leg's own query terms, idf weights and word share: a respelled query is scored as the leg scores it
-from lessons.search.keyword import _terms_and_weights_sql, _word_share_sql, bm25_parameters
+from lessons.search.keyword import rows_scored_sql
 from lessons.search.kinds import _PARTS, SearchKind, canonical
 from lessons.search.scoring import bare_word, respelled_query
 
@@ -121,7 +120,7 @@ def with_spelled_keyword_signals(*, kind: SearchKind, team_id: int, query: str, 
         return
     statements, params = [], []
     for group, (respelled, members) in enumerate(groups.items()):
-        sql, sql_params = spelled_keyword_sql(kind_code=kind.keyword_code, team_id=team_id, query=respelled,
+        sql, sql_params = rows_scored_sql(kind_code=kind.keyword_code, team_id=team_id, query=respelled,
                                               row_ids=[row["id"] for row in members])
         statements.append(f"(SELECT {group} AS spelled_group, found.* FROM ({sql}) AS found)")
         params.extend(sql_params)
@@ -155,32 +154,3 @@ def _take_if_stronger(row: dict, score, matched_terms, coverage, max_score, word
         return
     row.update(bm25_p=score, bm25_max=max_score, terms_p=list(matched_terms), coverage_p=coverage,
                word_share_p=word_share)
-
-
-def spelled_keyword_sql(*, kind_code: str, team_id: int, query: str, row_ids: list[int]) -> tuple[str, list]:
-    """One SELECT (id, score, matched_terms, coverage, max_score, word_share) of `row_ids`, scored
-    for `query` as the BM25 leg scores a row (keyword.py's formula, statistics and outputs), each
-    row's postings read by primary key: a few rows, not every posting of the query's terms (a
-    spelled tech stack is carried by thousands of rows on a large team)."""
-    k1, b, weights = bm25_parameters()
-    weighted_tf = " + ".join(f"{weights[f]!r}::float8 * p.tf_{f.lower()}" for f in "ABCD")
-    weighted_len = " + ".join(f"{weights[f]!r}::float8 * p.len_{f.lower()}" for f in "ABCD")
-    stats_len = " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD")
-    term_factor = f"p.tf * {k1 + 1!r} / (p.tf + {k1!r} * (1 - {b!r} + {b!r} * p.len / stats.avglen))"
-    sql = f"""
-        WITH {_terms_and_weights_sql(stats_len=stats_len)}, spelled_postings AS (
-            SELECT p.row_id, w.lexeme, w.english, w.weight, ({weighted_tf}) AS tf, ({weighted_len}) AS len
-              FROM weighted_terms AS w JOIN lessons_keyword_posting AS p
-                ON p.kind = %s AND p.row_id = ANY(%s::bigint[]) AND p.lexeme = w.lexeme
-        ), spelled AS (
-            SELECT p.row_id, sum(p.weight * {term_factor}) AS score, array_agg(p.lexeme) AS matched_terms,
-                   count(*) FILTER (WHERE p.english) AS english_matched
-              FROM spelled_postings AS p CROSS JOIN stats
-             WHERE p.tf > 0
-             GROUP BY p.row_id
-        )
-        SELECT s.row_id AS id, s.score, s.matched_terms,
-               s.english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage,
-               (SELECT sum(weight) * {k1 + 1!r} FROM term_weights) AS max_score, {_word_share_sql("s")}
-          FROM spelled AS s"""
-    return sql, [query, query, kind_code, team_id, kind_code, team_id, kind_code, list(row_ids)]

@@ -253,8 +253,24 @@ def keyword_leg_sql(
         return None
     kind_code, table = TABLES[kind]
     k1, b, weights = bm25_parameters()
-    # float8 throughout: `1.0 * smallint` would be computed in (slow) numeric.
-    sql_parts = {
+    sql_parts = _bm25_sql_parts()
+    common = _terms_and_weights_sql(stats_len=sql_parts.pop("stats_len"))
+    params = [query, query, kind_code, team_id, kind_code, team_id]
+    signature = f" AND {signature_sql(signature_masks, column='p.signature')}" if signature_masks else ""
+    leg = dict(kind_code=kind_code, team_id=team_id, table=table, filter_sql=filter_sql,
+               filter_params=filter_params, limit=limit, signature=signature, **sql_parts)
+    if head is None:
+        ctes, leg_params, answer = _scan_sql(**leg)
+    else:
+        ctes, leg_params, answer = _heads_sql(**leg, head=head or head_size(limit), k1=k1, b=b, weights=weights)
+    return f"WITH {common}, {ctes} {answer}", [*params, *leg_params]
+
+
+def _bm25_sql_parts() -> dict[str, str]:
+    """The formula's SQL pieces, for the leg and for rows_scored_sql alike. float8 throughout:
+    `1.0 * smallint` would be computed in (slow) numeric."""
+    k1, b, weights = bm25_parameters()
+    return {
         "weighted_tf": " + ".join(f"{weights[f]!r}::float8 * p.tf_{f.lower()}" for f in "ABCD"),
         "weighted_len": " + ".join(f"{weights[f]!r}::float8 * p.len_{f.lower()}" for f in "ABCD"),
         "term_factor": f"p.tf * {k1 + 1!r} / (p.tf + {k1!r} * (1 - {b!r} + {b!r} * p.len / stats.avglen))",
@@ -265,18 +281,32 @@ def keyword_leg_sql(
         "outputs": f"""
                english_matched::float8 / nullif((SELECT count(*) FROM english), 0) AS coverage,
                (SELECT sum(weight) * {k1 + 1!r} FROM term_weights) AS max_score""",
+        "stats_len": " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD"),
     }
-    stats_len = " + ".join(f"{weights[f]!r}::float8 * len_{f.lower()}" for f in "ABCD")
-    common = _terms_and_weights_sql(stats_len=stats_len)
-    params = [query, query, kind_code, team_id, kind_code, team_id]
-    signature = f" AND {signature_sql(signature_masks, column='p.signature')}" if signature_masks else ""
-    leg = dict(kind_code=kind_code, team_id=team_id, table=table, filter_sql=filter_sql,
-               filter_params=filter_params, limit=limit, signature=signature, **sql_parts)
-    if head is None:
-        ctes, leg_params, answer = _scan_sql(**leg)
-    else:
-        ctes, leg_params, answer = _heads_sql(**leg, head=head or head_size(limit), k1=k1, b=b, weights=weights)
-    return f"WITH {common}, {ctes} {answer}", [*params, *leg_params]
+
+
+def rows_scored_sql(*, kind_code: str, team_id: int, query: str, row_ids: list[int]) -> tuple[str, list]:
+    """One SELECT (id, score, matched_terms, coverage, max_score, word_share) of `row_ids`, scored
+    for `query` as the leg scores a row (its formula, statistics and outputs), each row's postings
+    read by primary key: a few rows, not every posting of the query's terms (a spelled tech stack
+    is carried by thousands of rows on a large team). exact.with_spelled_keyword_signals uses it."""
+    parts = _bm25_sql_parts()
+    sql = f"""
+        WITH {_terms_and_weights_sql(stats_len=parts["stats_len"])}, spelled_postings AS (
+            SELECT p.row_id, w.lexeme, w.english, w.weight, ({parts["weighted_tf"]}) AS tf,
+                   ({parts["weighted_len"]}) AS len
+              FROM weighted_terms AS w JOIN lessons_keyword_posting AS p
+                ON p.kind = %s AND p.row_id = ANY(%s::bigint[]) AND p.lexeme = w.lexeme
+        ), spelled AS (
+            SELECT p.row_id, sum(p.weight * {parts["term_factor"]}) AS score, array_agg(p.lexeme) AS matched_terms,
+                   count(*) FILTER (WHERE p.english) AS english_matched
+              FROM spelled_postings AS p CROSS JOIN stats
+             WHERE p.tf > 0
+             GROUP BY p.row_id
+        )
+        SELECT s.row_id AS id, s.score, s.matched_terms, {parts["outputs"]}, {_word_share_sql("s")}
+          FROM spelled AS s"""
+    return sql, [query, query, kind_code, team_id, kind_code, team_id, kind_code, list(row_ids)]
 
 
 def _word_share_sql(alias: str) -> str:
