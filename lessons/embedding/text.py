@@ -6,6 +6,7 @@ The twins must agree byte for byte; tests/embedding/test_text.py holds them to i
 """
 
 import hashlib
+import unicodedata
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
@@ -21,6 +22,12 @@ WHITESPACE = (
     "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 SEPARATOR = "\n"
+# Every part is read in its compatibility form (NFKC) before it is trimmed, as the query is
+# (engine.py) and the keyword leg reads both (migration 0030): the model's vocabulary has no
+# full-width Latin or half-width Katakana, so "ＲＥＡＣＴ ｈｏｏｋｓ" stored as typed was "[UNK] [UNK]"
+# to it, and no query by meaning could find the row. Only rows whose text changes in that form
+# get a new hash, so only they turn stale after an upgrade.
+NORMAL_FORM = "NFKC"
 
 # Lessons: title + description + recommendation, then a line of the lesson's tags and tech stacks,
 # hyphens as spaces ("multi tenant, rls; postgresql, pgbouncer"). A curator's labels name the topic
@@ -59,15 +66,19 @@ def _label_line(item: Lesson | Memory) -> str:
         value = getattr(item, name)
         if isinstance(value, (list, tuple)):  # as array_to_string: NULL elements are left out
             value = TERM_SEPARATOR.join(term for term in value if term is not None)
-        pieces.append((value or "").strip(WHITESPACE))
+        pieces.append(_compatible(value or "").strip(WHITESPACE))
     return LABEL_SEPARATOR.join(piece for piece in pieces if piece).replace("-", " ")
 
 
 def embedding_text(item: Lesson | Memory) -> str:
     """The non-empty parts, each trimmed, joined by newlines; the label line last."""
-    parts = [getattr(item, name) or "" for name in _fields_of(EMBEDDED_FIELDS, type(item))]
+    parts = [_compatible(getattr(item, name) or "") for name in _fields_of(EMBEDDED_FIELDS, type(item))]
     parts.append(_label_line(item))
     return SEPARATOR.join(stripped for stripped in (part.strip(WHITESPACE) for part in parts) if stripped)
+
+
+def _compatible(text: str) -> str:
+    return unicodedata.normalize(NORMAL_FORM, text)
 
 
 def _hash_prefix(model_name: str) -> bytes:
@@ -90,10 +101,14 @@ class _TextFunc(Func):
 def embedding_text_sql(model: type) -> Func:
     """SQL for `embedding_text` on rows of `model`: concat_ws skips the NULLs that NULLIF makes of
     empty parts, as the Python join skips empty strings."""
-    parts = [_trimmed_or_null(F(name)) for name in _fields_of(EMBEDDED_FIELDS, model)]
+    parts = [_trimmed_or_null(_compatible_sql(F(name))) for name in _fields_of(EMBEDDED_FIELDS, model)]
     if _fields_of(LABEL_FIELDS, model):
         parts.append(_trimmed_or_null(_label_line_sql(model)))
     return _TextFunc(Value(SEPARATOR), *parts, function="concat_ws")
+
+
+def _compatible_sql(expression) -> Func:
+    return _TextFunc(expression, Value(NORMAL_FORM), function="pg_catalog.normalize")
 
 
 def _trimmed_or_null(expression) -> Func:
@@ -107,7 +122,7 @@ def _label_line_sql(model: type) -> Func:
         column = F(name)
         if isinstance(model._meta.get_field(name), ArrayField):
             column = _TextFunc(column, Value(TERM_SEPARATOR), function="array_to_string")
-        pieces.append(_trimmed_or_null(column))
+        pieces.append(_trimmed_or_null(_compatible_sql(column)))
     line = _TextFunc(Value(LABEL_SEPARATOR), *pieces, function="concat_ws")
     return _TextFunc(line, Value("-"), Value(" "), function="replace")
 

@@ -23,6 +23,8 @@ LESSON_TEXTS = [
     ("Café ☕ 日本語 🚀", "émigré — “quotes”", "zero\u200bwidth space is not whitespace\u200b"),
     ("T", "", "   \t  "),
     ("   \n   ", "", ""),  # a title of whitespace only: the embedded text is empty
+    ("ＲＥＡＣＴ ｈｏｏｋｓ", "ｺｰﾋｰ ﬁle ²", "\u00a8 starts with a space in NFKC"),  # compatibility forms
+    ("e\u0301 combining", "Ⅻ ㎏ ①", "\ufe4d\ufe4e"),
 ]
 
 # (tags, tech_stacks): the label line, written by a raw UPDATE that skips the services.
@@ -33,12 +35,14 @@ LESSON_LABELS = [
     (["", "x"], []),  # an empty tag still takes its place, as array_to_string keeps it
     (["-"], [" - "]),  # hyphens become spaces, and a line of spaces is no line
     (["Café-☕\u3000", "日本語"], ["\u2003node"]),
+    (["ｍｕｌｔｉ－ｔｅｎａｎｔ", "ＲＬＳ"], ["ｐｏｓｔｇｒｅｓｑｌ\u3000"]),  # the full-width hyphen is a hyphen
 ]
 
 MEMORY_TEXTS = [
     ("Tom plays bass", ""),
     ("  Tom plays bass  ", "  He joined a band in 2019.\n"),
     ("\u2003em space\u2003", "\u1680ogham\u2000"),
+    ("Ｔｏｍ ｐｌａｙｓ ｂａｓｓ", "ﾊﾞﾝﾄﾞ"),
 ]
 
 
@@ -108,3 +112,19 @@ def test_hash_changes_with_the_model_and_with_the_text():
     assert content_hash(model_name=MODEL_NAME, text="abd") != base
     # The NUL separator keeps model and text apart.
     assert content_hash(model_name="ab", text="c") != content_hash(model_name="a", text="bc")
+
+
+def test_the_model_reads_compatibility_forms_as_the_query_does():
+    lesson = Lesson(
+        title="ＲＥＡＣＴ ｈｏｏｋｓ", description="ｺｰﾋｰ", recommendation="", tags=["ｍｕｌｔｉ－ｔｅｎａｎｔ"], tech_stacks=[]
+    )
+    assert embedding_text(lesson) == "REACT hooks\nコーヒー\nmulti tenant"
+    assert embedding_text(Memory(content="Ｔｏｍ", details="")) == "Tom"
+
+
+def test_text_already_in_compatibility_form_keeps_its_hash():
+    """Only rows whose text NFKC changes turn stale after the upgrade: the rest hash as before."""
+    lesson = Lesson(title="Keep keys out of git", description="Café 日本語", recommendation="", tags=["rls"])
+    assert content_hash(model_name=MODEL_NAME, text=embedding_text(lesson)) == content_hash(
+        model_name=MODEL_NAME, text="Keep keys out of git\nCafé 日本語\nrls"
+    )

@@ -185,3 +185,18 @@ def test_the_model_reads_a_full_width_query_as_its_plain_letters(team, django_ca
         assert wide.fallback is None and wide.results[0].id == react.id, mode
         assert [hit.explanation["similarity"] for hit in wide.results] == pytest.approx(
             [hit.explanation["similarity"] for hit in plain.results], abs=1e-4), mode
+
+
+def test_a_row_written_in_full_width_is_found_by_meaning(team, django_capture_on_commit_callbacks):
+    # the row's side of the same fault: stored as typed, "ＲＥＡＣＴ ｈｏｏｋｓ" was embedded as "[UNK] [UNK]"
+    with django_capture_on_commit_callbacks(execute=True):
+        wide = lesson_create(team=team, title="ＲＥＡＣＴ ｈｏｏｋｓ ｒｕｎ ｔｗｉｃｅ ｉｎ ｄｅｖｅｌｏｐｍｅｎｔ",
+                             description="ｕｓｅＥｆｆｅｃｔ ＳｔｒｉｃｔＭｏｄｅ", category="frontend")
+        lesson_create(team=team, title="Keep business logic out of Django signals", description="signals hide calls",
+                      category="backend")
+        lesson_create(team=team, title="Stripe webhooks arrive twice", description="idempotency keys",
+                      category="payments")
+    response = search(request=SearchRequest(team=team, query="effect hook fires two times", mode="semantic",
+                                            limit=3, explain=True))
+    assert response.fallback is None and response.results[0].id == wide.id
+    assert response.results[0].explanation["similarity"] > 0.4
