@@ -17,6 +17,7 @@ from ninja import Router, Schema
 from pydantic import TypeAdapter
 
 from lessons.api import operations
+from lessons.api.query_parameters import takes_query
 from lessons.api.schemas import (
     ByEmotionQuery,
     ByPersonQuery,
@@ -391,6 +392,7 @@ router = Router(tags=["tools"])
 
 
 @router.get("/tools", response=list[ToolOut], auth=None)
+@takes_query(body=False)  # `/tools?kind=memories` answered every tool, as if filtered
 def list_tools(request):
     """The agent tools as function-calling JSON schemas (the same tools `manage.py mcp` serves)."""
     return [tool.as_function() for tool in AGENT_TOOLS]

@@ -185,6 +185,13 @@ def test_get_tools_lists_them_as_function_calling_schemas(anonymous):
     assert set(first["function"]) == {"name", "description", "parameters"}
 
 
+@pytest.mark.django_db
+def test_get_tools_refuses_a_parameter_it_does_not_take(anonymous):
+    response = anonymous.get("/tools?kind=memories")
+    assert response.status_code == 422
+    assert "not a parameter of /api/v1/tools; it takes no query parameters" in response.content.decode()
+
+
 def test_report_usage_takes_a_search_id_and_two_lists():
     parameters = TOOLS_BY_NAME["report_usage"].parameters()
     assert parameters["required"] == ["search_id"]
