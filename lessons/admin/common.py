@@ -10,7 +10,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.forms import SimpleArrayField
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import DataError, connection, models, transaction
 from django.http import HttpResponseRedirect
 from django.urls import reverse
@@ -199,6 +199,20 @@ class CommaSeparatedField(SimpleArrayField):
         return super().to_python(value)
 
 
+class StoredMaxLengthValidator(MaxLengthValidator):
+    """A free text's length as stored (clean_text: NFC, without invisible characters), as the API counts it
+    (lessons.api.schemas.stored_text): a title of "e" and a combining accent 200 times is 200 characters
+    once stored, and the admin refused it as 400 over 300 while the API stored it."""
+
+    def clean(self, x):
+        return len(clean_text(x))
+
+
+def _is_free_text(name: str, field) -> bool:
+    # an external id is matched against its source as it was given, not as a text is stored
+    return type(field) is forms.CharField and name != "external_id"
+
+
 class ServiceTextForm(forms.ModelForm):
     """Texts as the services will store them (lessons.text.clean_text) before the model checks
     them: a title of only invisible characters passed the form, the service then found it blank,
@@ -214,6 +228,10 @@ class ServiceTextForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk and getattr(self.instance, "updated_at", None):
             self.fields["opened_at"].initial = self.instance.updated_at.isoformat()
+        for name, field in self.fields.items():
+            if _is_free_text(name, field):
+                field.validators = [StoredMaxLengthValidator(rule.limit_value) if type(rule) is MaxLengthValidator
+                                    else rule for rule in field.validators]
 
     def clean(self):
         cleaned = super().clean()
@@ -233,8 +251,7 @@ class ServiceTextForm(forms.ModelForm):
                 raise stale
         for name, field in self.fields.items():
             value = cleaned.get(name)
-            # free texts only: an external id is matched against its source as it was given
-            if type(field) is forms.CharField and name != "external_id" and isinstance(value, str):
+            if _is_free_text(name, field) and isinstance(value, str):
                 cleaned[name] = clean_text(value)
                 if field.required and not cleaned[name]:
                     self.add_error(name, field.error_messages["required"])

@@ -229,3 +229,21 @@ def test_a_form_opened_before_the_row_was_deleted_does_not_bring_it_back(admin_c
     Lesson.objects.filter(pk=lesson.pk).delete()  # between the admin reading it and the form's check
     assert not form.is_valid()
     assert "was deleted or merged away by someone else" in str(form.non_field_errors())
+
+
+def test_a_title_is_measured_as_it_is_stored_as_the_api_measures_it(admin_client, team):
+    """"e" and a combining accent, 200 times: 400 characters typed, 200 once stored (NFC). The admin
+    refused it as over 300 while the API stored it; a title over 300 once stored is still refused."""
+    lesson_form = {
+        "team": team.pk, "category": "workflow", "status": "confirmed", "description": "", "context": "",
+        "recommendation": "", "confidence": 0.5, "frequency": 1, "project_types": "", "tech_stacks": "",
+        "tags": "", "external_id": "",
+    }
+    response = admin_client.post(reverse("admin:lessons_lesson_add"), {**lesson_form, "title": "e\u0301" * 200})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Lesson.objects.get().title == "\u00e9" * 200
+    response = admin_client.post(reverse("admin:lessons_lesson_add"), {**lesson_form, "title": "e\u0301" * 301})
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["title"] == [
+        "Ensure this value has at most 300 characters (it has 301)."]
+    assert Lesson.objects.count() == 1
