@@ -70,7 +70,8 @@ Fallbacks: no model -> keyword + quality, `degraded` with the reason; no query o
 the most recently updated rows (same-title lessons folded as in 2), `fallback="recency"`. A query
 the model reads no word of (emoji, symbols, a script its vocabulary lacks; encode.model_reads) is
 not encoded: hybrid mode searches it by its words, semantic mode finds nothing, so a query without
-a readable word at all answers the recency fallback in every mode, as text mode always did.
+a readable word at all answers the recency fallback in every mode, as text mode always did. With a
+`context` the model reads, the contextual query is encoded alone and S is its meaning.
 A short query whose exact term a row carries only in another stored spelling costs one statement
 more: that row's words measured in its own spelling (exact.with_spelled_keyword_signals).
 """
@@ -173,7 +174,14 @@ def _search(*, request: SearchRequest) -> SearchResponse:
     # The model reads the query in its compatibility form, as the keyword index does (migration
     # 0030): "ＲＥＡＣＴ hooks", typed on a CJK keyboard, was "[UNK] hooks" to it.
     for_model = [unicodedata.normalize("NFKC", text) for text in [query] + ([contextual] if contextual else [])]
-    unreadable = request.mode != "text" and not model_reads(for_model[0])
+    query_unreadable = request.mode != "text" and not model_reads(for_model[0])
+    # An unreadable query beside a readable context ("😀" and an editor's code): the contextual query is
+    # the one text with a meaning, so it is encoded alone and S is its meaning (before, the context was
+    # dropped with the query and semantic mode answered the recency fallback).
+    context_alone = query_unreadable and len(for_model) > 1 and model_reads(for_model[1])
+    if context_alone:
+        for_model = for_model[1:]
+    unreadable = query_unreadable and not context_alone
     encoding = (encode_in_background(for_model)
                 if request.mode != "text" and not unreadable else None)
     model_off = request.mode != "text" and model_unavailable_reason() is not None
@@ -254,7 +262,7 @@ def _search(*, request: SearchRequest) -> SearchResponse:
         default_weights=scoring.active_weights(default_weights, **active),
         has_semantic=use_semantic,
         has_keyword=use_keyword,
-        has_context=contextual is not None,
+        has_context=contextual is not None and not context_alone,
         context_weights=settings.SEARCH_CONTEXT_WEIGHTS,
         calibration=settings.SEARCH_CALIBRATION,
         tech_stack=tuple(request.tech_stack) if kind.caller_metadata else (),
