@@ -16,7 +16,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import BooleanField, F, Func, Q, TextField, Value
 from django.db.models.expressions import RawSQL
-from django.db.models.lookups import GreaterThanOrEqual, IRegex, LessThan
+from django.db.models.lookups import GreaterThanOrEqual, IContains, IRegex, LessThan
 from ninja import Field, FilterLookup, FilterSchema, ModelSchema, Schema
 from pydantic import (
     AfterValidator,
@@ -413,7 +413,16 @@ MAX_TEXT_FILTER_WORDS = 32
 
 
 def _words_to_find(text: str | None) -> list[str]:
-    return [word for word in (w.strip(_AROUND_WORDS) for w in normalise_text(text or "").split()) if word]
+    # In the compatibility form (NFKC), as a search reads its query: "ＲＥＡＣＴ，" is "REACT," and its
+    # comma is punctuation around a word; the fields are read in that form too (_compatibility_form).
+    words = unicodedata.normalize("NFKC", normalise_text(text or "")).split()
+    return [word for word in (w.strip(_AROUND_WORDS) for w in words) if word]
+
+
+def _compatibility_form(name: str) -> Func:
+    """The field `name` in its Unicode compatibility form, as the keyword index reads a row
+    (lessons_keyword_text, migration 0030): full-width Latin is Latin, half-width Katakana full-width."""
+    return Func(F(name), template="pg_catalog.normalize(%(expressions)s, 'NFKC')", output_field=TextField())
 
 
 def _ascii_lower(text: str) -> str:
@@ -452,8 +461,9 @@ def _every_word(text: str | None, *fields: str) -> Q:
     no longer finds "heart" or "party". Both sides are folded by PostgreSQL's unaccent(), so "soren"
     finds Søren, which Python's Unicode decomposition leaves as it is: the fields in SQL, the words
     before their pattern is built (folded_accents; `__unaccent__` would fold the finished pattern,
-    and "×" became a live "*"). A word written again, in any case or with other accents, is tested
-    once (MAX_TEXT_FILTER_WORDS)."""
+    and "×" became a live "*"). Both are read in their compatibility form first, as a search reads
+    them: "ＲＥＡＣＴ" finds React and "ｺｰﾋｰ" finds コーヒー. A word written again, in any case or with
+    other accents, is tested once (MAX_TEXT_FILTER_WORDS)."""
     words = _different_words(text)
     condition, folded_words = Q(), set()
     for word, unaccented in zip(words, folded_accents(words), strict=True):
@@ -465,9 +475,9 @@ def _every_word(text: str | None, *fields: str) -> Q:
         either = Q()
         for name in fields:
             if UNSPACED_SCRIPTS.search(word):  # without spaces (東京 in 東京タワーに行った) a word is the run
-                either |= Q(**{f"{name}__icontains": word})
+                either |= Q(IContains(_compatibility_form(name), word))
             else:
-                field = Func(F(name), function="unaccent", output_field=TextField())
+                field = Func(_compatibility_form(name), function="unaccent", output_field=TextField())
                 either |= Q(IRegex(field, Value(whole_word_pattern(unaccented))))
         condition &= either
     return condition
