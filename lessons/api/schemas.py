@@ -102,7 +102,28 @@ Term = Annotated[
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": MAX_TERM_CHARS,
                     "pattern": "^[A-Za-z0-9][A-Za-z0-9+#._ -]*$"}),
 ]
-Terms = Annotated[list[Term], Field(max_length=MAX_TERMS)]
+# The raw list a term budget reads at most: 4 x the budget, so spellings of one term sent twice or
+# three times pass while a payload of thousands is refused before it is normalised.
+MAX_SENT_TERMS = 4 * MAX_TERMS
+
+
+def _different_at_most(normalise):
+    """A list's budget counted on the entries it keeps once stored (`normalise`: the services keep one
+    spelling of a term, "Next.js" and "nextjs", and one of a name in any case): 60 entries naming 30 terms
+    were refused as over 50 while the stored list held 30. The schema says MAX_TERMS, as stored_text's
+    maxLength is the stored length: a client counting what it sends can only refuse more."""
+    def check(values: list[str]) -> list[str]:
+        if (count := len(normalise(values))) > MAX_TERMS:
+            raise PydanticCustomError(
+                "too_long", "List should have at most {max_length} different entries, not {actual_length}",
+                {"max_length": MAX_TERMS, "actual_length": count})
+        return values
+
+    return check
+
+
+Terms = Annotated[list[Term], Field(max_length=MAX_SENT_TERMS, json_schema_extra={"maxItems": MAX_TERMS}),
+                  AfterValidator(_different_at_most(normalise_terms))]
 
 
 def _something_shows(text: str) -> str:
@@ -128,6 +149,9 @@ def _a_name(text: str) -> str:
 # A person's name, to store or to look up by: refused when nothing of it would be left once
 # stored ("," as a memory's people was dropped without a word, and a PATCH emptied them).
 PersonName = Annotated[Name, AfterValidator(_a_name)]
+# People as stored: a name repeated in another case is one person (normalise_names), as a term is one term.
+PersonNames = Annotated[list[PersonName], Field(max_length=MAX_SENT_TERMS, json_schema_extra={"maxItems": MAX_TERMS}),
+                        AfterValidator(_different_at_most(normalise_names))]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many results, 1..{MAX_LIMIT}.")]
 # A query is trimmed before its length is checked: "   " is refused like "" (it used to be taken as
 # no query at all, and answered the most recent rows).
@@ -602,7 +626,7 @@ class MemoryIn(StrictIn):
     details: FreeText = Field("", description="The full form.")
     categories: Terms = Field([], description="person, emotion, interest, event, ...")
     importance: int = Field(5, ge=1, le=10, description="1 (trivial) to 10 (life-changing); ranks it higher.")
-    people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(
+    people: PersonNames = Field(
         [], description="The people it is about, by name, e.g. Sam, Maria Lopez.")
     emotions: Terms = Field([], description="What was felt, e.g. happy, anxious, panic.")
     occurred_at: Moment | None = Field(None, description=(
@@ -622,7 +646,7 @@ class MemoryPatch(StrictIn):
         "The new full form; the text it replaces is kept as a version."))
     categories: Terms = Field(None, description="The whole new list (it replaces the old one): person, event, ...")
     importance: int = Field(None, ge=1, le=10, description="1 (trivial) to 10 (life-changing).")
-    people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(None, description=(
+    people: PersonNames = Field(None, description=(
         "The whole new list of people (it replaces the old one): send every name to keep with the one you add."))
     emotions: Terms = Field(None, description="The whole new list of emotions (it replaces the old one).")
     occurred_at: Moment | None = Field(None, description=(
@@ -800,7 +824,7 @@ class SearchFiltersIn(StrictIn):
         None, ge=1, le=10, description="Memories only.",
         json_schema_extra=per_kind(memories="At least this importance (1-10)."),
     )
-    people: Annotated[list[PersonName], Field(max_length=MAX_TERMS)] = Field(
+    people: PersonNames = Field(
         [], description="Memories: its people name one of them (any case, with or without accents)."
     )
     emotions: Terms = Field([], description="Memories: shares one.")
