@@ -90,7 +90,8 @@ POSTGRES_SCHEMES = ("postgres", "postgresql", "pgsql", "postgis")
 def database_from_url(url: str) -> dict:
     """DATABASE_URL as a Django DATABASES entry (django-environ reads it), refused in one line when
     it cannot work: another database than PostgreSQL (its driver's import then aborted the process),
-    a port out of range (a ValueError deep in urllib)."""
+    a port out of range (a ValueError deep in urllib), an option after `?` that is unknown or
+    badly written (`_database_url_options`)."""
     import environ
 
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
@@ -100,6 +101,95 @@ def database_from_url(url: str) -> dict:
             "PostgreSQL with pgvector: postgres://USER:PASSWORD@HOST:PORT/NAME"
         )
     try:
-        return environ.Env.db_url_config(url)
+        config = environ.Env.db_url_config(url)
     except (ValueError, KeyError) as error:
         raise ImproperlyConfigured(f"DATABASE_URL: cannot be read ({error})") from error
+    settings_part, options = _database_url_options(url)
+    config.update(settings_part)
+    if options:
+        config["OPTIONS"] = {**config.get("OPTIONS", {}), **options}
+    return config
+
+
+# What django-environ passes through from DATABASE_URL's query string, unchecked: every option
+# but five goes to the driver as a connection keyword, so an unknown one (`?foo=1`) or a bad
+# number (`?connect_timeout=abc`) was a traceback at the first connection, a bad choice
+# (`?sslmode=bogus`) read as "the database is unavailable", and `?disable_server_side_cursors=false`
+# was the string "false", which is true. The values libpq itself checks only when it connects:
+_LIBPQ_CHOICES = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "sslnegotiation": ("postgres", "direct"),
+    "sslcertmode": ("disable", "allow", "require"),
+    "gssencmode": ("disable", "prefer", "require"),
+    "gsslib": ("gssapi", "sspi"),
+    "channel_binding": ("disable", "prefer", "require"),
+    "target_session_attrs": ("any", "read-write", "read-only", "primary", "standby", "prefer-standby"),
+    "load_balance_hosts": ("disable", "random"),
+    "ssl_min_protocol_version": ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"),
+    "ssl_max_protocol_version": ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"),
+    "min_protocol_version": ("3.0", "3.2", "latest"),
+    "max_protocol_version": ("3.0", "3.2", "latest"),
+    "sslcompression": ("0", "1"),
+    "sslsni": ("0", "1"),
+    "gssdelegation": ("0", "1"),
+    "keepalives": ("0", "1"),
+}
+_LIBPQ_WHOLE_NUMBERS = {"connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count",
+                        "tcp_user_timeout"}
+# Options Django reads itself (the rest of OPTIONS goes to psycopg.connect).
+_DJANGO_SWITCHES = {"atomic_requests": "ATOMIC_REQUESTS", "disable_server_side_cursors": "DISABLE_SERVER_SIDE_CURSORS"}
+# Set elsewhere: a value in the URL was silently replaced (CONN_MAX_AGE, CONN_HEALTH_CHECKS) or
+# cannot work here (Django's pool needs CONN_MAX_AGE 0 and the psycopg_pool package).
+_NOT_IN_THE_URL = {
+    "conn_max_age": "set DATABASE_CONN_MAX_AGE instead",
+    "conn_health_checks": "it is always on",
+    "autocommit": "the store's writes rely on Django's autocommit",
+    "client_encoding": "Django always connects in UTF8",
+    "pool": "Django's connection pool is not supported; kept connections are (DATABASE_CONN_MAX_AGE)",
+}
+
+
+def _database_url_options(url: str) -> tuple[dict, dict]:
+    """DATABASE_URL's query options, checked: (Django settings, driver OPTIONS) to lay over
+    django-environ's reading. An unknown option's value is never shown (it may be a misspelt
+    password option)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    import psycopg
+
+    query = urlsplit(url).query
+    if not query:
+        return {}, {}
+    libpq_keywords = {option.keyword.decode() for option in psycopg.pq.Conninfo.get_defaults()}
+    settings_part, options = {}, {}
+    for key, values in parse_qs(query, keep_blank_values=True).items():
+        name, value = f"DATABASE_URL: ?{key}", values[0]
+        written = f"{name}={value!r}"
+        if len(values) > 1:
+            raise ImproperlyConfigured(f"{name} is given {len(values)} times; give it once")
+        if not value.strip():
+            raise ImproperlyConfigured(f"{name} has no value")
+        if key.lower() in _NOT_IN_THE_URL:
+            raise ImproperlyConfigured(f"{name} is not taken from the URL: {_NOT_IN_THE_URL[key.lower()]}")
+        if key.lower() in _DJANGO_SWITCHES:
+            if value.strip().lower() not in _TRUE | _FALSE:
+                raise ImproperlyConfigured(f"{written} is not a switch; use 1 or 0 (true/false)")
+            settings_part[_DJANGO_SWITCHES[key.lower()]] = value.strip().lower() in _TRUE
+        elif key == "isolation_level":
+            levels = {level.name.lower(): level for level in psycopg.IsolationLevel}
+            level = levels.get(value.strip().lower().replace(" ", "_"))
+            if level is None:
+                raise ImproperlyConfigured(f"{written} is not one of {', '.join(levels)}")
+            options[key] = level
+        elif key in _LIBPQ_CHOICES:
+            if value not in _LIBPQ_CHOICES[key]:
+                raise ImproperlyConfigured(f"{written} is not one of {', '.join(_LIBPQ_CHOICES[key])}")
+        elif key in _LIBPQ_WHOLE_NUMBERS or key == "port":  # port: one per host, comma-separated
+            if not all(part.isascii() and part.isdigit() for part in value.split(",")):
+                raise ImproperlyConfigured(f"{written} is not a whole number")
+        elif key not in libpq_keywords:
+            raise ImproperlyConfigured(
+                f"{name} is not a connection option; use PostgreSQL's (libpq's: sslmode, connect_timeout, "
+                "application_name, options, ...) or atomic_requests, disable_server_side_cursors, isolation_level"
+            )
+    return settings_part, options

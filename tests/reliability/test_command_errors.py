@@ -95,6 +95,9 @@ def test_after_migrate_the_same_command_works(pg):
     ("EMBEDDING_QUERY_RUNTIME", "gpu", "EMBEDDING_QUERY_RUNTIME: 'gpu' is not one of onnx, torch"),
     ("DATABASE_URL", "mysql://u:p@localhost/db", "DATABASE_URL: mysql:// is not PostgreSQL"),
     ("DATABASE_URL", "postgres://u:p@127.0.0.1:99999/db", "DATABASE_URL: cannot be read (Port out of range"),
+    # was a psycopg traceback at the first connection
+    ("DATABASE_URL", "postgres://u:p@127.0.0.1/db?connect_timeout=abc",
+     "DATABASE_URL: ?connect_timeout='abc' is not a whole number"),
 ])
 def test_a_setting_the_environment_got_wrong_is_one_line_naming_it(setting, value, words):
     url = f"postgres://nobody:secret@127.0.0.1:{free_port()}/memory_store"

@@ -98,3 +98,55 @@ def test_a_postgres_url_reads_as_django_needs_it():
     config = database_from_url("postgres://bob:s3cret@db.example:6543/memory")
     assert (config["ENGINE"], config["NAME"], config["USER"], config["HOST"], config["PORT"]) == (
         "django.db.backends.postgresql", "memory", "bob", "db.example", 6543)
+
+
+@pytest.mark.parametrize("query, message", [
+    # libpq checked these only when connecting: a traceback, or "the database is unavailable"
+    ("sslmode=bogus", r"^DATABASE_URL: \?sslmode='bogus' is not one of disable, allow, prefer, require, verify-ca"),
+    ("connect_timeout=abc", r"^DATABASE_URL: \?connect_timeout='abc' is not a whole number$"),
+    ("foo=1", r"^DATABASE_URL: \?foo is not a connection option; use PostgreSQL's"),
+    ("target_session_attrs=writable", r"^DATABASE_URL: \?target_session_attrs='writable' is not one of any"),
+    ("sslmode=", r"^DATABASE_URL: \?sslmode has no value$"),
+    ("sslmode=require&sslmode=disable", r"^DATABASE_URL: \?sslmode is given 2 times; give it once$"),
+    # silently replaced by DATABASE_CONN_MAX_AGE, or read as the string "false", which is true
+    ("conn_max_age=600", r"^DATABASE_URL: \?conn_max_age is not taken from the URL: set DATABASE_CONN_MAX_AGE"),
+    ("disable_server_side_cursors=flase", r"^DATABASE_URL: \?disable_server_side_cursors='flase' is not a switch"),
+    ("isolation_level=snapshot", r"^DATABASE_URL: \?isolation_level='snapshot' is not one of read_uncommitted"),
+])
+def test_a_database_url_option_that_cannot_work_is_refused_by_name(query, message):
+    with pytest.raises(ImproperlyConfigured, match=message):
+        database_from_url(f"postgres://u:secret@db.example/memory?{query}")
+
+
+def test_an_unknown_database_url_option_never_shows_its_value():
+    with pytest.raises(ImproperlyConfigured) as refused:
+        database_from_url("postgres://u@db.example/memory?pasword=hunter2")  # a misspelt password option
+    assert "hunter2" not in str(refused.value)
+
+
+def test_the_options_a_database_url_may_carry_reach_django_and_the_driver(django_db_blocker):
+    """The driver's own keywords, Django's switches read as switches (not the string "false"), an
+    isolation level by name, and the connection works with them all."""
+    from django.db import connection
+    from django.db.backends.postgresql.base import DatabaseWrapper
+
+    own = connection.settings_dict
+    config = database_from_url(
+        f"postgres://{own['USER']}@/{own['NAME']}?host={own['HOST']}&port={own['PORT']}&sslmode=disable"
+        "&connect_timeout=5&application_name=ops-check&disable_server_side_cursors=false"
+        "&isolation_level=repeatable%20read"
+    )
+    assert config["DISABLE_SERVER_SIDE_CURSORS"] is False
+    assert config["OPTIONS"]["connect_timeout"] == 5
+    config.update(TIME_ZONE=None, CONN_MAX_AGE=0, CONN_HEALTH_CHECKS=False, AUTOCOMMIT=True, ATOMIC_REQUESTS=False)
+    with django_db_blocker.unblock():
+        wrapper = DatabaseWrapper(config)
+        try:
+            wrapper.ensure_connection()
+            wrapper.set_autocommit(False)  # the isolation level is the transaction's
+            with wrapper.cursor() as cursor:
+                cursor.execute("SELECT current_setting('application_name'), current_setting('transaction_isolation')")
+                assert cursor.fetchone() == ("ops-check", "repeatable read")
+        finally:
+            wrapper.rollback()
+            wrapper.close()
