@@ -53,9 +53,10 @@ MAX_TERM_BYTES_PER_ROW = 1_500
 
 # Case is accepted here because the services lowercase these terms before saving. ASCII: without
 # it IGNORECASE lets [a-z] match letters that only fold to ASCII ("ſ", the Kelvin sign).
+# A dot may lead: ".net" is how .NET is written (it was refused, and "net" or "dotnet" are not its name).
 short_term_validator = RegexValidator(
-    r"^[a-z0-9][a-z0-9+#._ -]*$",
-    "Use ASCII letters, digits, spaces and + # . _ - (start with a letter or digit).",
+    r"^\.?[a-z0-9][a-z0-9+#._ -]*$",
+    "Use ASCII letters, digits, spaces and + # . _ - (start with a letter or digit, or a dot and one: .net).",
     flags=re.IGNORECASE | re.ASCII,
 )
 

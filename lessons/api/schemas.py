@@ -100,7 +100,7 @@ Term = Annotated[
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TERM_CHARS),
     AfterValidator(_ascii_term),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": MAX_TERM_CHARS,
-                    "pattern": "^[A-Za-z0-9][A-Za-z0-9+#._ -]*$"}),
+                    "pattern": "^\\.?[A-Za-z0-9][A-Za-z0-9+#._ -]*$"}),
 ]
 # The raw list a term budget reads at most: 4 x the budget, so spellings of one term sent twice or
 # three times pass while a payload of thousands is refused before it is normalised.

@@ -58,7 +58,8 @@ def test_a_playground_filter_the_api_refuses_is_shown_next_to_it(admin_page, scr
     admin_page.goto("/admin/lessons/search/?team=acme&q=cache&tags=bad+tag!")
     tags = admin_page.locator(".field").filter(has=admin_page.locator("#id_tags"))
     expect(tags.locator(".errorlist")).to_have_text(
-        "filters.tags.0: Use ASCII letters, digits, spaces and + # . _ - (start with a letter or digit).")
+        "filters.tags.0: Use ASCII letters, digits, spaces and + # . _ - "
+        "(start with a letter or digit, or a dot and one: .net).")
     expect(admin_page.locator("#content")).not_to_contain_text("No results.")
     screenshot("playground-refused-tag", full_page=True)
 
