@@ -38,6 +38,18 @@ def canonical(term: str) -> str:
     return _NOT_TERM.sub("", folded(term))
 
 
+# A dot between digits is a version's ("java 1.8" is not "java 18", "python 3.10" not "python 3.1.0");
+# everywhere else a dot, space or hyphen only spells the term.
+_VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+
+
+def term_key(term: str) -> str:
+    """What two spellings of one whole term share: `canonical` with a version's dots kept ('Java 1.8'
+    -> 'java1.8', 'java 18' -> 'java18'). Where whole stored terms are compared (storing each once, a
+    filter's allowed values, the caller's tech stack); canonical alone read Java 8 as Java 18."""
+    return ".".join(canonical(part) for part in _VERSION_DOT.split(term)) or term
+
+
 def folded(term: str) -> str:
     """`term` lowercased and decomposed, its letters' accents apart as marks: what `canonical`
     keeps a-z, digits, + and # of."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from lessons.models import MAX_FREQUENCY
-from lessons.search.kinds import SearchKind, canonical, folded
+from lessons.search.kinds import SearchKind, canonical, folded, term_key
 
 TECH_MISMATCH_FACTOR = 0.5  # seed 000: the semantic part is halved
 PART_NAMES = ("semantic", "keyword", "quality")
@@ -293,11 +293,11 @@ def metadata_of(*, row: dict, tech_stack: tuple[str, ...], project_type: str | N
     names the caller's project type; their mean. None when the caller gave neither."""
     parts = []
     if tech_stack:
-        caller = {canonical(t) for t in tech_stack}
-        lesson = {canonical(t) for t in row.get("tech_stacks", [])}
+        caller = {term_key(t) for t in tech_stack}
+        lesson = {term_key(t) for t in row.get("tech_stacks", [])}
         parts.append(len(caller & lesson) / len(caller))
     if project_type:
-        parts.append(1.0 if canonical(project_type) in {canonical(p) for p in row.get("project_types", [])} else 0.0)
+        parts.append(1.0 if term_key(project_type) in {term_key(p) for p in row.get("project_types", [])} else 0.0)
     return sum(parts) / len(parts) if parts else None
 
 
@@ -305,8 +305,8 @@ def tech_mismatch(*, row: dict, tech_stack: tuple[str, ...]) -> bool:
     """Seed 000: a lesson naming tech stacks, none of them the caller's."""
     if not tech_stack or not row.get("tech_stacks"):
         return False
-    lesson = {canonical(t) for t in row["tech_stacks"]}
-    return not (lesson & {canonical(t) for t in tech_stack})
+    lesson = {term_key(t) for t in row["tech_stacks"]}
+    return not (lesson & {term_key(t) for t in tech_stack})
 
 
 def _semantic_similarity(c: Candidate) -> float | None:
@@ -419,8 +419,8 @@ def label_feedback(ranked: list[Candidate], *, kind: SearchKind, top: int, weigh
 
 
 def _labels_of(candidate: Candidate, kind: SearchKind) -> dict[str, str]:
-    """The row's feedback labels, canonical -> as stored."""
-    return {canonical(value): value for column in kind.feedback_labels for value in candidate.row.get(column) or []}
+    """The row's feedback labels, each term's key (kinds.term_key) -> as stored."""
+    return {term_key(value): value for column in kind.feedback_labels for value in candidate.row.get(column) or []}
 
 
 def tier(*, exact: bool, says_query: bool) -> int:

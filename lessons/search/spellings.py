@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from django.db import connection
 
-from lessons.search.kinds import canonical
+from lessons.search.kinds import canonical, term_key
 
 # kinds.canonical in SQL; the index's expression and predicate (migration 0023 writes them out).
 SPELLING_TERM = "regexp_replace(lexeme, '[^a-z0-9+#]', '', 'g')"
@@ -79,11 +79,13 @@ def spelled_values(values: Iterable[str], stored: dict[str, set[str]]) -> list[s
     """A filter's allowed values (lowercase, as stored) with every spelling of the same term in
     `stored` (stored_spellings): ["next.js"] -> ["next.js", "nextjs"] when some lesson says
     `nextjs`. The values as given come first, in order; the filter still tests equality, so
-    signatures still apply."""
+    signatures still apply. A version's dots count (kinds.term_key): `java 18` is not `java 1.8`,
+    though both are the canonical term "java18" the spellings are looked up by."""
     given = list(dict.fromkeys(value.lower() for value in values))
     spelled = dict.fromkeys(given)
     for value in given:
-        spelled.setdefault(canonical(value) or value, None)
+        spelled.setdefault(term_key(value), None)
     for value in given:
-        spelled.update(dict.fromkeys(sorted(stored.get(canonical(value), ()))))
+        key = term_key(value)
+        spelled.update(dict.fromkeys(s for s in sorted(stored.get(canonical(value), ())) if term_key(s) == key))
     return list(spelled)

@@ -1,6 +1,5 @@
 """Small helpers shared by the write services."""
 
-import re
 import unicodedata
 from collections.abc import Collection, Iterable
 from datetime import datetime
@@ -10,7 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from lessons.models import DuplicateDismissal
-from lessons.search.kinds import canonical
+from lessons.search.kinds import term_key
 from lessons.text import clean_name, clean_text, name_key
 
 
@@ -62,26 +61,16 @@ def normalise_text(value) -> str:
 
 def normalise_terms(values: Iterable[str] | None) -> list[str]:
     """Tags, tech stacks, categories...: trimmed, lowercase, without duplicates, order kept. Two
-    spellings of one term (lessons.search.kinds.canonical: "next.js", "nextjs" and "next-js";
+    spellings of one term (lessons.search.kinds.term_key: "next.js", "nextjs" and "next-js";
     "error handling" and "error-handling") are a duplicate, the first kept: searches and filters
     already read them as one term, so the others only took room in the list's budget. Versions
-    stay apart ("java 1.8" and "java 18" are two terms: _same_term_key)."""
+    stay apart ("java 1.8" and "java 18" are two terms)."""
     seen: dict[str, str] = {}
     for value in values or []:
         term = unicodedata.normalize("NFC", str(value)).strip().lower()
         if term:
-            seen.setdefault(_same_term_key(term), term)
+            seen.setdefault(term_key(term), term)
     return list(seen.values())
-
-
-# A dot between digits is a version's ("java 1.8" is not "java 18", "python 3.10" not "python 3.1.0"),
-# kept apart when terms are stored once; everywhere else a dot, space or hyphen only spells the term.
-_VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
-
-
-def _same_term_key(term: str) -> str:
-    """What two spellings of one term share (canonical), a version's dots kept."""
-    return ".".join(canonical(part) for part in _VERSION_DOT.split(term)) or term
 
 
 def normalise_names(values: Iterable[str] | None) -> list[str]:

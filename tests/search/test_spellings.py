@@ -108,3 +108,31 @@ def test_the_lookup_says_what_the_index_says():
     index = import_module("lessons.migrations.0023_keyword_spellings")
     assert (index.SPELLING_TERM, index.SPELLING_INDEX_PREDICATE) == (SPELLING_TERM, SPELLING_INDEX_PREDICATE)
     assert f"{SPELLING_INDEX_PREDICATE} AND {SPELLING_TERM} = ANY(%s)" in SPELLINGS_SQL
+
+
+@pytest.fixture
+def java_lessons(team):
+    """Lessons on two Java releases: 1.8 (Java 8) and 18, one of them spelled without its space."""
+    return {
+        stack: lesson_create(team=team, title=f"Runtime flags on {stack}", description="The JVM needed its heap set.",
+                             tech_stacks=[stack]).pk
+        for stack in ("java 1.8", "java 18", "java18")
+    }
+
+
+@pytest.mark.parametrize("stack, wanted", [("java 18", {"java 18", "java18"}), ("Java18", {"java 18", "java18"}),
+                                           ("java 1.8", {"java 1.8"})])
+def test_a_version_filter_keeps_its_dot(team, java_lessons, stack, wanted):
+    # canonical drops every dot: `java 18` also kept the Java 8 lessons, `java 1.8` the Java 18 ones
+    response = search(request=SearchRequest(team=team, query="heap", mode="text", limit=10,
+                                            filters=SearchFilters(tech_stacks=(stack,))))
+    assert {hit.id for hit in response.results} == {java_lessons[name] for name in wanted}
+    assert set(filter_values(kind_code="l", team_id=team.pk, values=[stack])) >= {stack.lower()}
+
+
+def test_a_callers_version_is_not_another_versions_stack(team, java_lessons):
+    # the caller's tech stack counts for the lessons naming it, not for another release's
+    response = search(request=SearchRequest(team=team, query="heap", mode="text", limit=10, tech_stack=("java 18",),
+                                            explain=True))
+    overlap = {hit.id: hit.explanation["metadata"] for hit in response.results}
+    assert overlap == {java_lessons["java 1.8"]: 0.0, java_lessons["java 18"]: 1.0, java_lessons["java18"]: 1.0}
