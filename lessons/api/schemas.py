@@ -283,8 +283,9 @@ class ErrorOut(Schema):
 AUTHENTICATED = {401: ErrorOut, 403: ErrorOut, 503: ErrorOut}
 INVALID = {422: ErrorOut}
 # Operations that read a JSON body also answer 400 (it is not JSON) and 413 (it is over
-# DATA_UPLOAD_MAX_MEMORY_SIZE); the API fuzzer (tests/reliability) found the 400 undeclared.
-WITH_BODY = {400: ErrorOut, 413: ErrorOut}
+# DATA_UPLOAD_MAX_MEMORY_SIZE) and 415 (it is not sent as JSON: lessons.api.parser); the API fuzzer
+# (tests/reliability) found the 400 undeclared.
+WITH_BODY = {400: ErrorOut, 413: ErrorOut, 415: ErrorOut}
 NOT_FOUND = {404: ErrorOut}
 CONFLICT = {409: ErrorOut}  # two writers racing for one external_id: the second one
 # Writes that honour If-Match (lessons.api.preconditions): 400 for a header that is not a list of
