@@ -102,11 +102,15 @@ def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
 
 
 def _parts_scored(request: SearchRequest) -> tuple[str, ...]:
+    return mode_parts(mode=request.mode,
+                      caller_metadata=request.kind == "lessons" and bool(request.tech_stack or request.project_type))
+
+
+def mode_parts(*, mode: str, caller_metadata: bool = False) -> tuple[str, ...]:
     """The parts a search in this mode can score by (the model permitting): semantic mode has no
     words, but scores a lesson caller's tech stack and project type in the keyword slot."""
-    if request.mode == "text":
+    if mode == "text":
         return ("keyword", "quality")
-    if request.mode == "semantic":
-        caller_metadata = request.kind == "lessons" and bool(request.tech_stack or request.project_type)
+    if mode == "semantic":
         return ("semantic", "keyword", "quality") if caller_metadata else ("semantic", "quality")
     return PART_NAMES

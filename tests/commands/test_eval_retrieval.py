@@ -142,6 +142,11 @@ def test_scope_key_searches_each_users_own_memories(tmp_path):
         ((TINY, "--weights", "semantic=-5,keyword=0,quality=0"), "--weights: semantic: expected a number >= 0"),
         ((TINY, "--weights", "semantic=nan"), "--weights: semantic"),
         ((TINY, "--weights", "semantic=0,keyword=0,quality=0"), "at least one weight must be above 0"),
+        # weights a mode has nothing to score by: the engine's refusal escaped as a traceback
+        ((TINY, "--weights", "semantic=1,keyword=0,quality=0"), "--weights: text mode scores by keyword and quality"),
+        ((TINY, "--weights", "keyword=1,semantic=0,quality=0", "--modes", "semantic"),
+         "--weights: semantic mode scores by semantic and quality"),
+        ((TINY, "--weights", "semantic=1,semantic=2"), "--weights: semantic is given twice"),
         # A graded set would ignore these: refused by name instead.
         ((FIXTURES / "lessons_dev", "--max-queries", "1", "--kind", "memories"), "--kind, --max-queries: not used"),
         ((FIXTURES / "lessons_dev", "--weights", "semantic=1"), "--weights: not used by a graded lesson set"),

@@ -28,13 +28,14 @@ from lessons.management.commands._modes_option import DEFAULT_MODES, modes_from_
 from lessons.management.commands._stop_signal import stop_signal_as_interrupt
 from lessons.search import FUSIONS, KINDS
 from lessons.search.engine import search_leg_limit
+from lessons.search.validation import mode_parts
 
 WEIGHT_NAMES = ("semantic", "keyword", "quality")
 # Rows are loaded in committed chunks and embedded in committed batches (loading.py): a stopped run keeps them.
 KEPT_WHEN_STOPPED = "what was loaded and embedded before it is kept, and a re-run goes on from it"
 
 
-def _weights(value: str | None) -> dict[str, float] | None:
+def _weights(value: str | None, *, modes: list[str]) -> dict[str, float] | None:
     """`semantic=0.6,keyword=0.4,quality=0` -> a weights dict (for tuning; default: the settings')."""
     if not value:
         return None
@@ -44,6 +45,8 @@ def _weights(value: str | None) -> dict[str, float] | None:
         name = name.strip()
         if name not in WEIGHT_NAMES:
             raise CommandError(f"--weights: unknown weight {name!r}; use {', '.join(WEIGHT_NAMES)}")
+        if name in weights:  # as the API refuses a key named twice
+            raise CommandError(f"--weights: {name} is given twice")
         try:
             weights[name] = float(number)
         except ValueError as error:
@@ -53,6 +56,12 @@ def _weights(value: str | None) -> dict[str, float] | None:
     # Checked before the corpus loads, as the engine will check them (parts left out keep the defaults).
     if sum({**settings.SEARCH_WEIGHTS, **weights}.values()) <= 0:
         raise CommandError("--weights: at least one weight must be above 0")
+    merged = {**settings.SEARCH_WEIGHTS, **weights}
+    for mode in modes:  # as the engine checks each search, but before the corpus loads
+        usable = mode_parts(mode=mode)
+        if not any(merged.get(name, 0) > 0 for name in usable):
+            raise CommandError(f"--weights: {mode} mode scores by {' and '.join(usable)}: give one of them a weight"
+                               " above 0 (or leave the mode out with --modes)")
     return weights
 
 
@@ -106,7 +115,7 @@ class Command(BaseCommand):
         if max_queries is not None and max_queries < 1:
             raise CommandError("--max-queries: expected a positive number")
         mode_list = modes_from_option(modes)
-        weight_map = _weights(weights)
+        weight_map = _weights(weights, modes=mode_list)
         json_path = checked_json_path(json_path)  # found out before the evaluation runs, not after it
         hits_path = checked_json_path(hits_path, option="--hits")
         if hits_path is not None and keyword_exactness:
