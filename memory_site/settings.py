@@ -58,12 +58,14 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before the apps whose commands it replaces (of two apps with a command of one name, the one
+    # listed first wins): collectstatic (staticfiles) and db_worker (django_tasks_db).
+    "lessons",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_tasks",
     "django_tasks_db",
     "axes",
-    "lessons",
 ]
 
 MIDDLEWARE = [
