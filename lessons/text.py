@@ -73,11 +73,26 @@ def clean_name(value) -> str:
     return name if any(character.isalnum() for character in name) else ""
 
 
+# The accents Latin, Greek and Cyrillic letters take (Combining Diacritical Marks): only these go
+# from a name's key. Marks elsewhere are letters' own (Japanese dakuten: ガク is not カク; Devanagari vowel signs).
+_ACCENTS = re.compile("[\u0300-\u036f]")
+
+
 def name_key(name: str) -> str:
-    """How two spellings of a clean name are compared: in any case, as PostgreSQL's lower() (the
-    friends listing) compares them. "İ": Python lowers it to "i" and a combining dot, PostgreSQL
-    to "i"."""
-    return name.casefold().replace("i\u0307", "i")
+    """How two spellings of a clean name are compared, as the friends listing and the people filters
+    compare them (lessons_folded_name, migration 0033): in any case, in the compatibility form, without
+    accents ("Zoë" is zoe, "Ｓａｍ" sam). "İ": Python lowers it to "i" and a combining dot, PostgreSQL
+    to "i"; the dot is an accent here. unaccent() also folds a few letters decomposition keeps ("ø",
+    "æ"): such names stay two spellings here and one person in the listings."""
+    return _ACCENTS.sub("", unicodedata.normalize("NFKD", name.casefold()))
+
+
+def name_says_more(name: str) -> tuple[bool, bool, bool]:
+    """Of two spellings of one name (name_key), the one to keep is the greater: in the compatibility
+    form ("Sam" over "Ｓａｍ"), then with a capital ("Sam" over "sam"), then with its accents ("Zoë" over
+    "Zoe"), as the friends listing picks a spelling on a tie."""
+    return (unicodedata.is_normalized("NFKC", name), name != name.lower(),
+            _ACCENTS.search(unicodedata.normalize("NFD", name)) is not None)
 
 
 def clean_identifier(value) -> str | None:

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from lessons.models import DuplicateDismissal
 from lessons.search.kinds import term_key
-from lessons.text import clean_name, clean_text, name_key
+from lessons.text import clean_name, clean_text, name_key, name_says_more
 
 
 def changed_since_opened(*, row, opened_at: datetime | None, would: str, then: str) -> ValidationError | None:
@@ -75,9 +75,11 @@ def normalise_terms(values: Iterable[str] | None) -> list[str]:
 
 def normalise_names(values: Iterable[str] | None) -> list[str]:
     """People's names keep their case (lessons.text.clean_name); blanks, names without a letter or
-    digit, and repeats in any case go ("Smith, John" and "smith, john" are one person, as the friends
-    listing counts them), the first spelling kept unless it is all lower case and a later one is not
-    (["anna", "Anna"] kept "anna"). One Unicode form (NFC), so "Zoë" typed two ways is one person."""
+    digit, and repeats go: a repeat is the same name in any case, with or without its accents or in
+    its compatibility form (lessons.text.name_key: "Smith, John" and "smith, john" are one person,
+    "Zoë" and "zoe" too, as the friends listing counts them). The first spelling is kept unless a
+    later one says more (name_says_more: ["anna", "Anna"] kept "anna", ["Zoe", "zoë"] stored both).
+    One Unicode form (NFC), so "Zoë" typed two ways is one spelling."""
     seen: dict[str, str] = {}
     for value in values or []:
         name = clean_name(value)
@@ -85,7 +87,7 @@ def normalise_names(values: Iterable[str] | None) -> list[str]:
             continue
         key = name_key(name)
         kept = seen.get(key)
-        if kept is None or (kept == kept.lower() and name != name.lower()):
+        if kept is None or name_says_more(name) > name_says_more(kept):
             seen[key] = name  # a replaced spelling keeps the place of the first
     return list(seen.values())
 

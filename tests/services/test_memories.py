@@ -98,6 +98,14 @@ def test_a_name_typed_twice_keeps_a_capitalised_spelling_and_turkish_i_is_one_le
     assert memory.people == ["Anna", "İlker", "bob", "ZOË"]
 
 
+def test_a_name_with_or_without_accents_or_in_compatibility_form_is_stored_once(team):
+    # ["Zoë", "zoe"] stored two names the friends listing counted as one person; the spelling that says
+    # more is kept (form, then capital, then accents), in the first one's place
+    typed = ["zoe", "Bob", "Zoë", "Ｓａｍ", "Sam", "Zoe", "ガク", "カク", "Søren", "Jose\u0301", "jose"]
+    memory = memory_create(team=team, content="Board meeting", people=typed)
+    assert memory.people == ["Zoë", "Bob", "Sam", "ガク", "カク", "Søren", "José"]
+
+
 def test_an_edit_of_a_memory_merged_away_meanwhile_says_it_is_gone(team):
     from lessons.services.curation import memory_merge
 
