@@ -62,13 +62,9 @@ def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
         weights.update({name: float(value) for name, value in request.weights.items()})
         if sum(weights.values()) <= 0:
             raise SearchRequestError("weights", "at least one weight must be above 0")
-        usable = _parts_scored(request)
-        if not any(weights[name] > 0 for name in usable):
-            # Renormalised over nothing, the parts used to share equally: the ranking came from
-            # parts the caller had set to 0.
-            raise SearchRequestError(
-                "weights", f"{request.mode} mode scores by {' and '.join(usable)}: give one of them a weight above 0"
-            )
+        caller_metadata = _caller_metadata(request)
+        if refusal := mode_weights_refusal(mode=request.mode, weights=weights, caller_metadata=caller_metadata):
+            raise SearchRequestError("weights", refusal)
     floor = request.similarity_floor
     if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor <= 1):
         raise SearchRequestError("similarity_floor", f"must be a number from 0 to 1, got {floor!r}")
@@ -101,9 +97,17 @@ def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
     return weights, None if floor is None else float(floor)
 
 
-def _parts_scored(request: SearchRequest) -> tuple[str, ...]:
-    return mode_parts(mode=request.mode,
-                      caller_metadata=request.kind == "lessons" and bool(request.tech_stack or request.project_type))
+def _caller_metadata(request: SearchRequest) -> bool:
+    return request.kind == "lessons" and bool(request.tech_stack or request.project_type)
+
+
+def mode_weights_refusal(*, mode: str, weights: dict[str, float], caller_metadata: bool = False) -> str | None:
+    """Why `weights` leave a search in `mode` nothing to score by, or None. Renormalised over nothing,
+    the parts used to share equally: the ranking came from parts the caller had set to 0."""
+    usable = mode_parts(mode=mode, caller_metadata=caller_metadata)
+    if any(weights.get(name, 0) > 0 for name in usable):
+        return None
+    return f"{mode} mode scores by {' and '.join(usable)}: give one of them a weight above 0"
 
 
 def mode_parts(*, mode: str, caller_metadata: bool = False) -> tuple[str, ...]:

@@ -50,7 +50,8 @@ def database(pg):
 
 def _save_a_lesson(env: dict, title: str) -> None:
     """A save through the services, which queues its embedding for the worker."""
-    code = ("from lessons.services.lessons import lesson_create; from lessons.services.teams import team_get_or_create; "
+    code = ("from lessons.services.lessons import lesson_create; "
+            "from lessons.services.teams import team_get_or_create; "
             f"lesson_create(team=team_get_or_create(slug='worker'), title={title!r})")
     manage("shell", "-c", code, env=env)
 

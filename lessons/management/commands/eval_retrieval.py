@@ -28,7 +28,7 @@ from lessons.management.commands._modes_option import DEFAULT_MODES, modes_from_
 from lessons.management.commands._stop_signal import stop_signal_as_interrupt
 from lessons.search import FUSIONS, KINDS
 from lessons.search.engine import search_leg_limit
-from lessons.search.validation import mode_parts
+from lessons.search.validation import mode_weights_refusal
 
 WEIGHT_NAMES = ("semantic", "keyword", "quality")
 # Rows are loaded in committed chunks and embedded in committed batches (loading.py): a stopped run keeps them.
@@ -58,10 +58,8 @@ def _weights(value: str | None, *, modes: list[str]) -> dict[str, float] | None:
         raise CommandError("--weights: at least one weight must be above 0")
     merged = {**settings.SEARCH_WEIGHTS, **weights}
     for mode in modes:  # as the engine checks each search, but before the corpus loads
-        usable = mode_parts(mode=mode)
-        if not any(merged.get(name, 0) > 0 for name in usable):
-            raise CommandError(f"--weights: {mode} mode scores by {' and '.join(usable)}: give one of them a weight"
-                               " above 0 (or leave the mode out with --modes)")
+        if refusal := mode_weights_refusal(mode=mode, weights=merged):
+            raise CommandError(f"--weights: {refusal} (or leave the mode out with --modes)")
     return weights
 
 
