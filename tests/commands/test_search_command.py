@@ -111,6 +111,21 @@ def test_unknown_team(db):
         run("anything", "--team", "nobody")
 
 
+def test_a_bad_option_or_team_is_refused_before_the_model_loads(team, lessons, monkeypatch):
+    """The model loaded (1.4 s, and its log line) before a mistyped option or team was refused."""
+    from lessons.management.commands import search as search_command
+
+    loads = []
+    monkeypatch.setattr(search_command, "warm_up_in_background", lambda: loads.append(1))
+    for args in (["--team", team.slug, "--mode", "bogus"], ["--team", team.slug, "--limit", "0"],
+                 ["--team", "nobody"], ["--team", team.slug, "--kind", "memories", "--phase", "build"]):
+        with pytest.raises(CommandError):
+            run("anything", *args)
+    assert loads == []
+    run("anything", "--team", team.slug)
+    assert loads == [1]
+
+
 # What `manage.py search` must not import: torch and the model's Python stack (the query is encoded
 # by ONNX Runtime), the MCP SDK, django-ninja with pydantic and django.test (the API), and the admin
 # modules (the curation console). Each cost a CLI search tenths of a second (README, Fast CLI).
