@@ -130,6 +130,13 @@ def _number(data: dict, name: str, *, default, integer: bool = False):
     value = data.get(name)
     if value is None:
         return default
+    if isinstance(value, str):
+        # a number written as a string ("3", "0.9"), as the API and the MCP tools take it: a file
+        # the API would store was refused line by line
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise LineError(f"{name}: expected a number, got the string {value[:20]!r}") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise LineError(f"{name}: expected a number, got {json_type(value)}")
     try:
@@ -345,7 +352,8 @@ def _memory_history(data: dict, *, now: datetime) -> list[dict]:
     if not isinstance(history, list):
         raise LineError(f"history: expected a list of earlier versions, got {json_type(history)}")
     versions = []
-    for position, version in enumerate(history, start=1):
+    # counted from 0, as the API's error fields count a list's items (`people[0]`)
+    for position, version in enumerate(history):
         if not isinstance(version, dict):
             raise LineError(f"history[{position}]: expected an object with content and details")
         unknown = sorted(set(version) - HISTORY_KEYS)
@@ -370,7 +378,7 @@ def _memory_dates(data: dict, *, history: list[dict], now: datetime) -> dict | N
     given = [version["written_at"] for version in history] + [written]
     if not (created or updated or any(given)):
         return None
-    names = [f"history[{position}].written_at" for position in range(1, len(history) + 1)] + ["written_at"]
+    names = [f"history[{position}].written_at" for position in range(len(history))] + ["written_at"]
     if not history and created and written and created != written:
         # listing.memory_versions: a memory without earlier versions was written when it was created
         raise LineError(f"written_at: a memory without history was written when it was created, but written_at "

@@ -236,13 +236,13 @@ def test_dates_that_go_backwards_or_into_the_future_are_bad_lines(tmp_path):
     with pytest.raises(CommandError, match="5 line"):
         call_command("import_memories", str(memories), team="acme", stdout=StringIO(), stderr=err)
     reported = err.getvalue().splitlines()
-    assert reported[0].startswith(f"{memories}:1: history[2].written_at: before history[1].written_at "
+    assert reported[0].startswith(f"{memories}:1: history[1].written_at: before history[0].written_at "
                                   "(2024-02-01T00:00:00+00:00 < 2024-03-01T00:00:00+00:00)")
-    assert reported[1].startswith(f"{memories}:2: written_at: before history[1].written_at (")
-    assert reported[2].startswith(f"{memories}:3: written_at: before history[2].written_at (not given: the time of "
+    assert reported[1].startswith(f"{memories}:2: written_at: before history[0].written_at (")
+    assert reported[2].startswith(f"{memories}:3: written_at: before history[1].written_at (not given: the time of "
                                   "the import) (")
     assert reported[3].startswith(f"{memories}:4: written_at: a memory without history was written when it was created")
-    assert reported[4].startswith(f"{memories}:5: history[1].written_at: in the future (2999-01-01T00:00:00+00:00")
+    assert reported[4].startswith(f"{memories}:5: history[0].written_at: in the future (2999-01-01T00:00:00+00:00")
     assert len(reported) == 5
     assert list(Memory.objects.filter(current_version__isnull=True).values_list("content", flat=True)) == ["Fine"]
 

@@ -108,6 +108,24 @@ def test_bad_lines_are_reported_with_number_and_reason_and_good_lines_land():
     assert sorted(Lesson.objects.values_list("external_id", flat=True)) == ["l-1", "l-6"]
 
 
+def test_numbers_written_as_strings_import_as_the_api_takes_them():
+    # the API and the MCP tools took {"frequency": "3"}; the import refused the same line
+    report = import_lessons(lines=jsonl(
+        {**GOOD_LESSON, "confidence": "0.9", "frequency": " 3 "},
+        {"external_id": "l-2", "title": "Wordy", "frequency": "three"},
+        {"external_id": "l-3", "title": "Half", "frequency": "2.5"},
+        {"external_id": "l-4", "title": "Not a number", "confidence": "NaN"},
+    ), team_slug="t", create_team=True)
+    assert report.created == 1
+    assert (Lesson.objects.get().confidence, Lesson.objects.get().frequency) == (0.9, 3)
+    reasons = dict(report.errors)
+    assert reasons[2] == "frequency: expected a number, got the string 'three'"
+    assert reasons[3] == "frequency: expected a whole number, got 2.5"
+    assert reasons[4].startswith("confidence: expected a finite number")
+    memories = import_memories(lines=jsonl({"content": "Ran 5 km", "importance": "7"}), team_slug="t")
+    assert (memories.created, Memory.objects.get().importance) == (1, 7)
+
+
 def test_json_python_cannot_read_is_a_bad_line_in_plain_words_and_the_import_goes_on():
     # a line nested 5,000 deep stopped the import with a RecursionError traceback
     report = import_lessons(
@@ -179,7 +197,7 @@ def test_memory_import_reports_bad_values_without_half_writes():
     reasons = dict(report.errors)
     assert reasons[1].startswith("importance:")
     assert reasons[2].startswith("occurred_at:")
-    assert reasons[3].startswith("history[2]")
+    assert reasons[3].startswith("history[1]")
     assert not Memory.objects.exists()
 
 
@@ -237,7 +255,7 @@ def test_a_text_longer_than_the_api_allows_is_one_bad_line_in_either_import():
     report = import_memories(lines=jsonl({"content": "Met Ana", "history": [{"content": too_long}]},
                                          {"content": too_long}), team_slug="me", create_team=True)
     assert [number for number, _ in report.errors] == [1, 2]
-    assert report.errors[0][1].startswith("history[1].content: at most 20000 characters")
+    assert report.errors[0][1].startswith("history[0].content: at most 20000 characters")
     assert not Memory.objects.exists()
 
 
