@@ -193,6 +193,10 @@ class TermBudgetMixin:
     writer (API, MCP, imports, admin, merges) refuses an oversized row by the field's name."""
 
     term_fields: tuple[str, ...] = ()
+    # The fields an edit changes (set by the update services before full_clean): a row over the budget
+    # names the largest of those, so a PATCH of tech_stacks alone is not refused naming the stored tags.
+    # Unset (a create, an import, the admin): the largest of all.
+    term_fields_changed: tuple[str, ...] = ()
 
     def clean(self):
         super().clean()
@@ -206,7 +210,8 @@ class TermBudgetMixin:
         if count > MAX_TERMS_PER_ROW or size > MAX_TERM_BYTES_PER_ROW:
             names = [name.replace("_", " ") for name in self.term_fields]
             together = f"{', '.join(names[:-1])} and {names[-1]}"
-            raise ValidationError({max(sizes, key=sizes.get): (
+            named = [name for name in self.term_fields_changed if name in sizes] or list(sizes)
+            raise ValidationError({max(named, key=sizes.get): (
                 f"{together} hold at most {MAX_TERMS_PER_ROW} entries and {MAX_TERM_BYTES_PER_ROW:,} bytes of "
                 f"text (UTF-8) together; this {self._meta.verbose_name} has {count} and {size:,}"
             )})

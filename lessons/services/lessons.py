@@ -122,6 +122,7 @@ def lesson_update(
         return stored
     for name in changed:
         setattr(stored, name, normalised[name])
+    stored.term_fields_changed = tuple(changed)
     stored.full_clean()
     stored.save(update_fields=[*changed, "updated_at"])
     if any(name in EMBEDDED_FIELDS for name in changed):

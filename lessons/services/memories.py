@@ -124,6 +124,7 @@ def memory_update(
     previous_state = _snapshot(stored) if text_changed else None
     for name in changed:
         setattr(stored, name, wanted[name])
+    stored.term_fields_changed = tuple(changed)
     stored.full_clean()
 
     update_fields = [*changed, "updated_at"]

@@ -65,6 +65,20 @@ def test_one_entry_or_one_byte_past_the_budget_is_refused_by_the_largest_fields_
     assert not Lesson.objects.filter(team=team).exists()
 
 
+def test_an_edit_over_the_budget_names_the_list_it_changed_not_the_largest_stored_one(api, team):
+    # the tags are the row's largest list; a PATCH sending only tech stacks was refused naming `tags`
+    lesson = lesson_create(team=team, title="Full", tags=_random_terms(40, 30), tech_stacks=["python"])
+    response = api.patch(f"/lessons/{lesson.pk}", {"tech_stacks": _random_terms(30, 20, seed=8)})
+    assert response.status_code == 422, response.content
+    assert [error["field"] for error in response.json()["errors"]] == ["tech_stacks"]
+    assert Lesson.objects.get(pk=lesson.pk).tech_stacks == ["python"]
+    memory = memory_create(team=team, content="Party", people=[name.title() for name in _random_terms(40, 30)])
+    response = api.patch(f"/memories/{memory.pk}", {"emotions": _random_terms(30, 20, seed=9)})
+    assert response.status_code == 422, response.content
+    assert [error["field"] for error in response.json()["errors"]] == ["emotions"]
+    assert Memory.objects.get(pk=memory.pk).emotions == []
+
+
 def test_an_import_names_the_oversized_lines_and_imports_the_rest(team):
     lines = [
         json.dumps({"external_id": "a", "title": "Fifty-one tags", "tags": _random_terms(51, 3)}),
