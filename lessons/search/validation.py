@@ -5,6 +5,7 @@ import math
 from django.conf import settings
 
 from lessons.models import LessonStatus
+from lessons.search.filters import phase_categories
 from lessons.search.types import (
     FUSIONS,
     KINDS,
@@ -78,6 +79,8 @@ def validate(request: SearchRequest) -> tuple[dict[str, float], float | None]:
             if value:
                 raise SearchRequestError(name, f"lessons only; this search is of {request.kind}")
     if request.kind == "lessons":
+        if filters.phase:
+            phase_categories(filters.phase)  # an unknown phase is refused naming `phase`, before any leg runs
         if filters.only_versions or filters.include_versions:
             raise SearchRequestError("include_versions", "memories only; lessons have no versions")
         bad = sorted(set(filters.statuses) - set(LessonStatus.values))

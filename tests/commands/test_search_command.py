@@ -118,6 +118,7 @@ def test_a_bad_option_or_team_is_refused_before_the_model_loads(team, lessons, m
     loads = []
     monkeypatch.setattr(search_command, "warm_up_in_background", lambda: loads.append(1))
     for args in (["--team", team.slug, "--mode", "bogus"], ["--team", team.slug, "--limit", "0"],
+                 ["--team", team.slug, "--phase", "party"],
                  ["--team", "nobody"], ["--team", team.slug, "--kind", "memories", "--phase", "build"]):
         with pytest.raises(CommandError):
             run("anything", *args)
