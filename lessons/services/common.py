@@ -78,7 +78,8 @@ def normalise_names(values: Iterable[str] | None) -> list[str]:
     digit, and repeats go: a repeat is the same name in any case, with or without its accents or in
     its compatibility form (lessons.text.name_key: "Smith, John" and "smith, john" are one person,
     "Zoë" and "zoe" too, as the friends listing counts them). The first spelling is kept unless a
-    later one says more (name_says_more: ["anna", "Anna"] kept "anna", ["Zoe", "zoë"] stored both).
+    later one says more (name_says_more; before, ["anna", "Anna"] kept "anna" and ["Zoe", "zoë"]
+    stored both).
     One Unicode form (NFC), so "Zoë" typed two ways is one spelling."""
     seen: dict[str, str] = {}
     for value in values or []:
