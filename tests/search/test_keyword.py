@@ -7,7 +7,7 @@ from django.db import connection
 from django.test import override_settings
 
 from lessons.models import Lesson, Team
-from lessons.search.keyword import keyword_candidates
+from lessons.search.keyword import keyword_candidates, rows_scored_sql
 from lessons.services.lessons import lesson_create, lesson_delete, lesson_update
 from lessons.services.memories import memory_create, memory_update
 from tests.factories import LessonFactory
@@ -234,3 +234,57 @@ def test_a_word_matched_in_two_forms_is_one_word_of_the_query(team):
     assert (found[both.id].word_share, found[both.id].coverage) == (None, 1.0)
     # a word no row has still counts in the query's words
     assert search(team, "zxqvw security")[0].word_share == 0.5
+
+
+def test_a_word_of_letters_and_digits_finds_it_written_apart_and_the_other_way(team, other_team):
+    # "vue3" is one word to the parser and "Vue 3" two: each query used to miss the other's lessons
+    apart = bare_lesson(team, "Upgrading to Vue 3")
+    bare_lesson(team, "Upgrading the database")
+    bare_lesson(team, "Three things about React")
+    found = search(team, "vue3")
+    assert [hit.id for hit in found] == [apart.id]
+    assert sorted(found[0].matched_terms) == ["3", "vue"]
+    assert found[0].word_share == 1.0  # both parts are the one query word
+    joined = bare_lesson(other_team, "The vue3 upgrade guide")
+    bare_lesson(other_team, "Upgrading the database")
+    assert [hit.id for hit in search(other_team, "vue 3")] == [joined.id]
+    assert search(other_team, "vue 3")[0].matched_terms == ["vue3"]
+    # digits then letters, both ways
+    two_factor = bare_lesson(team, "Enforce 2fa for admins")
+    spaced = bare_lesson(other_team, "Turn on 2 FA")
+    assert [hit.id for hit in search(team, "2 fa")] == [two_factor.id]
+    assert [hit.id for hit in search(other_team, "2FA")] == [spaced.id]
+    assert search(team, "database")[0].matched_terms == ["databas"]
+
+
+def test_a_word_some_row_says_as_written_is_not_also_split(team):
+    # a gene's name is one word ("APOE4" is not APOE and 4): a word is read apart only where no row
+    # of the team says it as the query does
+    allele = bare_lesson(team, "APOE4 carriers and dementia")
+    bare_lesson(team, "APOE and 4 other genes")
+    assert [hit.id for hit in search(team, "apoe4")] == [allele.id]
+    # the query's words side by side are still also read as one
+    both = {hit.id for hit in search(team, "apoe 4")}
+    assert allele.id in both and len(both) == 2
+    # a row saying it both ways carries both forms' evidence
+    written_both_ways = bare_lesson(team, "Vue 3 and vue3 are the same")
+    apart = bare_lesson(team, "Moving to Vue 3")
+    assert [hit.id for hit in search(team, "vue 3")][:2] == [written_both_ways.id, apart.id]
+
+
+def test_other_spellings_do_not_raise_the_attainable_maximum(team):
+    # they are alternatives to words already counted: a row matching the query as written scores
+    # the same share of the maximum as it did before they were looked for
+    apart = bare_lesson(team, "Upgrading to Vue 3")
+    bare_lesson(team, "Upgrading the database")
+    with connection.cursor() as cursor:
+        cursor.execute(*rows_scored_sql(kind_code="l", team_id=team.id, query="vue3 upgrade", row_ids=[apart.id]))
+        [(_, _, matched_terms, _, maximum, _)] = cursor.fetchall()
+    assert sorted(matched_terms) == ["3", "upgrad", "vue"]
+
+    def idf(df):
+        return math.log(1 + (2 - df + 0.5) / (df + 0.5))
+
+    # the query's words as written: vue3 and the unstemmed upgrade (a tag's form), which no row has,
+    # and upgrad (both rows); not vue and 3
+    assert maximum == pytest.approx((idf(0) + idf(2) + idf(0)) * (1.2 + 1))

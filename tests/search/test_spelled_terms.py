@@ -110,6 +110,26 @@ def test_a_one_word_query_finds_the_spaced_tech_stack_first_as_an_exact_term(tea
     assert all(not hit.explanation["exact_term"] for hit in response.results[1:])
 
 
+@pytest.mark.parametrize(("query", "mode"), [("vue3 upgrade", "text"), ("vue3 upgrade", "hybrid"),
+                                             ("python 3 upgrade", "text"), ("python 3 upgrade", "hybrid")])
+def test_a_version_written_apart_or_together_finds_the_other_spelling(team, query, mode,
+                                                                     django_capture_on_commit_callbacks):
+    # the parser reads "vue3" as one word and "Vue 3" as two: in text mode each query found the
+    # other's lesson by "upgrade" alone, level with any other upgrade
+    with django_capture_on_commit_callbacks(execute=True):  # embedded by the real model
+        vue = lesson_create(team=team, title="Upgrading to Vue 3",
+                            description="The options API still works; migrate filters to computed properties first.")
+        python = lesson_create(team=team, title="The python3 upgrade broke our scripts",
+                               description="print became a function and dict views stopped being lists.")
+        lesson_create(team=team, title="Upgrade PostgreSQL one major version at a time",
+                      description="pg_upgrade needs the old binaries installed beside the new ones.", confidence=0.9)
+    response = search(request=SearchRequest(team=team, query=query, mode=mode, explain=True))
+    expected = vue if query.startswith("vue") else python
+    assert response.results[0].id == expected.pk
+    [first, *others] = [hit.explanation["bm25"] for hit in response.results]
+    assert first > max(others)
+
+
 def test_a_lesson_edited_to_a_new_spaced_tag_is_found_by_its_hyphen_spelling(api, team):
     lesson = lesson_create(team=team, title="Retry with jitter", tags=["retries"])
     assert listed(api, "/lessons", {"tag": "rate-limiting"}) == []
